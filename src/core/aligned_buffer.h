@@ -1,0 +1,86 @@
+// Allocator hook and aligned buffers. Every state and I/O buffer of a session comes from an
+// Allocator (default: aligned heap) so an app or backend can supply shared or pinned memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+
+namespace slm {
+
+inline constexpr size_t kBufferAlignment = 64;
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  // Returns memory aligned to `alignment` (a power of two ≥ kBufferAlignment), or nullptr.
+  virtual void* Allocate(size_t bytes, size_t alignment) = 0;
+  virtual void Free(void* p, size_t bytes) = 0;
+};
+
+class AlignedHeapAllocator final : public Allocator {
+ public:
+  void* Allocate(size_t bytes, size_t alignment) override {
+    size_t rounded = (bytes + alignment - 1) / alignment * alignment;
+    return std::aligned_alloc(alignment, rounded == 0 ? alignment : rounded);
+  }
+  void Free(void* p, size_t) override { std::free(p); }
+};
+
+// Process-wide default allocator.
+Allocator& DefaultAllocator();
+
+// An owned, aligned, zero-initialized byte buffer from an Allocator.
+class Buffer {
+ public:
+  Buffer() = default;
+  static Buffer Allocate(size_t bytes, Allocator& alloc = DefaultAllocator()) {
+    Buffer b;
+    b.alloc_ = &alloc;
+    b.size_ = bytes;
+    b.data_ = static_cast<uint8_t*>(alloc.Allocate(bytes, kBufferAlignment));
+    if (b.data_ == nullptr) throw std::bad_alloc();
+    std::memset(b.data_, 0, bytes);
+    return b;
+  }
+  Buffer(Buffer&& o) noexcept : alloc_(o.alloc_), data_(o.data_), size_(o.size_) {
+    o.data_ = nullptr;
+    o.size_ = 0;
+  }
+  Buffer& operator=(Buffer&& o) noexcept {
+    if (this != &o) {
+      Reset();
+      alloc_ = o.alloc_;
+      data_ = o.data_;
+      size_ = o.size_;
+      o.data_ = nullptr;
+      o.size_ = 0;
+    }
+    return *this;
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { Reset(); }
+
+  uint8_t* data() { return data_; }
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  template <typename T>
+  T* as() { return reinterpret_cast<T*>(data_); }
+  template <typename T>
+  const T* as() const { return reinterpret_cast<const T*>(data_); }
+
+ private:
+  void Reset() {
+    if (data_ != nullptr) alloc_->Free(data_, size_);
+    data_ = nullptr;
+    size_ = 0;
+  }
+  Allocator* alloc_ = nullptr;
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace slm
