@@ -1,0 +1,104 @@
+// Microbenchmarks of the hot kernels on the dispatched SIMD target (printed in the context as
+// "simd_target"). Run a few seconds at most, e.g.:
+//   ./staticlm_bench --benchmark_min_time=0.1 --benchmark_filter=MatMul
+// Not run by CI as a timed test.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "kernels/kernels.h"
+
+namespace {
+
+using slm::kernels::ActiveSimdTarget;
+
+std::vector<float> Random(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// y[R,N] = x[R,K]·w[N,K]ᵀ. Args: R, K, N. Reports FLOP/s and weight bytes/s (decode is
+// bandwidth-bound: R = 1 reads every weight once).
+void BM_MatMulF32(benchmark::State& state) {
+  const int64_t R = state.range(0), K = state.range(1), N = state.range(2);
+  const auto x = Random(size_t(R * K), 1), w = Random(size_t(N * K), 2);
+  std::vector<float> y(size_t(R * N));
+  for (auto _ : state) {
+    slm::kernels::MatMulF32(x.data(), w.data(), nullptr, y.data(), R, K, N);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["FLOP/s"] = benchmark::Counter(double(2 * R * K * N) * double(state.iterations()),
+                                                benchmark::Counter::kIsRate);
+  state.counters["wbytes/s"] = benchmark::Counter(
+      double(4 * N * K) * double(state.iterations()), benchmark::Counter::kIsRate);
+  state.SetLabel(ActiveSimdTarget());
+}
+BENCHMARK(BM_MatMulF32)
+    ->Args({1, 2048, 2048})
+    ->Args({1, 2048, 8192})
+    ->Args({32, 2048, 2048})
+    ->Args({128, 2048, 2048})
+    ->Args({1, 512, 512})
+    ->Args({32, 512, 512})
+    ->Unit(benchmark::kMicrosecond);
+
+// Decode attention over an L = 2048 cache with `visible` committed slots (+ the new token).
+// Args: visible. Llama-3.2-1B-like heads: Hq 32, Hkv 8, head_dim 64. Cost should scale with
+// `visible`, not with L.
+void BM_AttentionDecode(benchmark::State& state) {
+  const int64_t L = 2048, T = 1, Hq = 32, Hkv = 8, hd = 64, visible = state.range(0);
+  const auto q = Random(size_t(T * Hq * hd), 1), k = Random(size_t(T * Hkv * hd), 2);
+  const auto v = Random(size_t(T * Hkv * hd), 3);
+  const auto kc = Random(size_t(Hkv * L * hd), 4), vc = Random(size_t(Hkv * L * hd), 5);
+  std::vector<float> mask(size_t(L + T), -std::numeric_limits<float>::infinity());
+  for (int64_t c = 0; c < visible && c < L; ++c) mask[size_t(c)] = 0.0f;
+  mask[size_t(L)] = 0.0f;  // the new token sees itself
+  std::vector<float> out(size_t(T * Hq * hd)), scratch(size_t(L + T));
+  for (auto _ : state) {
+    slm::kernels::Attention(q.data(), k.data(), v.data(), kc.data(), vc.data(), mask.data(),
+                            out.data(), scratch.data(), T, L, Hq, Hkv, hd, 0.125f, 0.0f);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(ActiveSimdTarget());
+}
+BENCHMARK(BM_AttentionDecode)->Arg(10)->Arg(2048)->Unit(benchmark::kMicrosecond);
+
+// Args: R, D.
+void BM_RmsNorm(benchmark::State& state) {
+  const int64_t R = state.range(0), D = state.range(1);
+  const auto x = Random(size_t(R * D), 1), w = Random(size_t(D), 2);
+  std::vector<float> y(x.size());
+  for (auto _ : state) {
+    slm::kernels::RmsNorm(x.data(), w.data(), y.data(), R, D, 1e-5f, false);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * R * D * 4);
+  state.SetLabel(ActiveSimdTarget());
+}
+BENCHMARK(BM_RmsNorm)->Args({1, 2048})->Args({128, 2048});
+
+// Args: n.
+void BM_SwiGlu(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const auto g = Random(size_t(n), 1), u = Random(size_t(n), 2);
+  std::vector<float> y(static_cast<size_t>(n));
+  for (auto _ : state) {
+    slm::kernels::SwiGlu(g.data(), u.data(), y.data(), n);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * n);
+  state.SetLabel(ActiveSimdTarget());
+}
+BENCHMARK(BM_SwiGlu)->Arg(8192);
+
+}  // namespace

@@ -1,0 +1,220 @@
+#include "io/contract_metadata.h"
+
+namespace slm::io {
+namespace {
+
+using nlohmann::json;
+
+std::string TypeName(const json& j) { return j.type_name(); }
+
+// Small typed accessors that turn every type mismatch into a Status naming the field path.
+class Reader {
+ public:
+  explicit Reader(std::string prefix) : prefix_(std::move(prefix)) {}
+
+  Result<const json*> Field(const json& obj, const char* key, bool required = true) const {
+    auto it = obj.find(key);
+    if (it == obj.end()) {
+      if (required) return ParseError("metadata: missing field '" + Path(key) + "'");
+      return static_cast<const json*>(nullptr);
+    }
+    return &*it;
+  }
+  Result<int64_t> Int(const json& obj, const char* key) const {
+    SLM_ASSIGN_OR_RETURN(const json* j, Field(obj, key));
+    if (!j->is_number_integer()) return Mismatch(key, "an integer", *j);
+    return j->get<int64_t>();
+  }
+  Result<std::string> Str(const json& obj, const char* key) const {
+    SLM_ASSIGN_OR_RETURN(const json* j, Field(obj, key));
+    if (!j->is_string()) return Mismatch(key, "a string", *j);
+    return j->get<std::string>();
+  }
+  Result<const json*> Array(const json& obj, const char* key) const {
+    SLM_ASSIGN_OR_RETURN(const json* j, Field(obj, key));
+    if (!j->is_array()) return Mismatch(key, "an array", *j);
+    return j;
+  }
+  Result<const json*> Object(const json& obj, const char* key) const {
+    SLM_ASSIGN_OR_RETURN(const json* j, Field(obj, key));
+    if (!j->is_object()) return Mismatch(key, "an object", *j);
+    return j;
+  }
+  Reader Sub(const std::string& key) const { return Reader(Path(key)); }
+  std::string Path(const std::string& key) const {
+    return prefix_.empty() ? key : prefix_ + "." + key;
+  }
+  Status Mismatch(const std::string& key, const char* expected, const json& found) const {
+    return ParseError("metadata: field '" + Path(key) + "': expected " + expected + ", found " +
+                      TypeName(found) + " " + found.dump().substr(0, 40));
+  }
+
+ private:
+  std::string prefix_;
+};
+
+Status CheckInt32(const Reader& r, const std::string& key, int64_t v) {
+  if (v < INT32_MIN || v > INT32_MAX) {
+    return OutOfRange("metadata: field '" + r.Path(key) + "' = " + std::to_string(v) +
+                      " does not fit in int32");
+  }
+  return Status::Ok();
+}
+
+Result<ContractMetadata> Parse(const json& root) {
+  ContractMetadata m;
+  Reader r("");
+  if (!root.is_object()) return ParseError("metadata: expected a JSON object at the top level");
+  SLM_ASSIGN_OR_RETURN(m.contract, r.Str(root, "contract"));
+  SLM_ASSIGN_OR_RETURN(m.version, r.Int(root, "version"));
+  SLM_ASSIGN_OR_RETURN(m.max_context_len, r.Int(root, "max_context_len"));
+  SLM_ASSIGN_OR_RETURN(m.vocab_size, r.Int(root, "vocab_size"));
+  SLM_ASSIGN_OR_RETURN(const json* bos, r.Field(root, "bos_id", false));
+  if (bos && !bos->is_null()) {
+    if (!bos->is_number_integer()) return r.Mismatch("bos_id", "an integer or null", *bos);
+    SLM_RETURN_IF_ERROR(CheckInt32(r, "bos_id", bos->get<int64_t>()));
+    m.bos_id = bos->get<int32_t>();
+  }
+  SLM_ASSIGN_OR_RETURN(const json* eos, r.Array(root, "eos_ids"));
+  for (size_t i = 0; i < eos->size(); ++i) {
+    const json& e = (*eos)[i];
+    std::string key = "eos_ids[" + std::to_string(i) + "]";
+    if (!e.is_number_integer()) return r.Mismatch(key, "an integer", e);
+    SLM_RETURN_IF_ERROR(CheckInt32(r, key, e.get<int64_t>()));
+    m.eos_ids.push_back(e.get<int32_t>());
+  }
+  SLM_ASSIGN_OR_RETURN(int64_t pad, r.Int(root, "pad_id"));
+  SLM_RETURN_IF_ERROR(CheckInt32(r, "pad_id", pad));
+  m.pad_id = static_cast<int32_t>(pad);
+  SLM_ASSIGN_OR_RETURN(const json* add_bos, r.Field(root, "add_bos"));
+  if (!add_bos->is_boolean()) return r.Mismatch("add_bos", "a boolean", *add_bos);
+  m.add_bos = add_bos->get<bool>();
+
+  SLM_ASSIGN_OR_RETURN(const json* methods, r.Array(root, "methods"));
+  for (size_t i = 0; i < methods->size(); ++i) {
+    Reader mr = r.Sub("methods[" + std::to_string(i) + "]");
+    const json& mj = (*methods)[i];
+    if (!mj.is_object()) return r.Mismatch("methods[" + std::to_string(i) + "]", "an object", mj);
+    MethodInfo mi;
+    SLM_ASSIGN_OR_RETURN(mi.name, mr.Str(mj, "name"));
+    SLM_ASSIGN_OR_RETURN(mi.role, mr.Str(mj, "role"));
+    SLM_ASSIGN_OR_RETURN(mi.step, mr.Int(mj, "step"));
+    SLM_ASSIGN_OR_RETURN(mi.logits_mode, mr.Str(mj, "logits_mode"));
+    m.methods.push_back(std::move(mi));
+  }
+  SLM_ASSIGN_OR_RETURN(const json* logits, r.Object(root, "logits"));
+  SLM_ASSIGN_OR_RETURN(m.logits_output, r.Sub("logits").Str(*logits, "output"));
+
+  SLM_ASSIGN_OR_RETURN(const json* cache, r.Object(root, "cache"));
+  Reader cr = r.Sub("cache");
+  SLM_ASSIGN_OR_RETURN(m.cache_dtype, cr.Str(*cache, "dtype"));
+  SLM_ASSIGN_OR_RETURN(const json* groups, cr.Array(*cache, "groups"));
+  for (size_t i = 0; i < groups->size(); ++i) {
+    Reader gr = cr.Sub("groups[" + std::to_string(i) + "]");
+    const json& gj = (*groups)[i];
+    if (!gj.is_object()) return cr.Mismatch("groups[" + std::to_string(i) + "]", "an object", gj);
+    CacheGroup g;
+    SLM_ASSIGN_OR_RETURN(g.name, gr.Str(gj, "name"));
+    SLM_ASSIGN_OR_RETURN(g.cache_len, gr.Int(gj, "cache_len"));
+    SLM_ASSIGN_OR_RETURN(g.window, gr.Int(gj, "window"));
+    m.groups.push_back(std::move(g));
+  }
+  SLM_ASSIGN_OR_RETURN(const json* layers, cr.Array(*cache, "layers"));
+  for (size_t i = 0; i < layers->size(); ++i) {
+    Reader lr = cr.Sub("layers[" + std::to_string(i) + "]");
+    const json& lj = (*layers)[i];
+    if (!lj.is_object()) return cr.Mismatch("layers[" + std::to_string(i) + "]", "an object", lj);
+    CacheLayer l;
+    SLM_ASSIGN_OR_RETURN(l.group, lr.Str(lj, "group"));
+    SLM_ASSIGN_OR_RETURN(l.n_kv_heads, lr.Int(lj, "n_kv_heads"));
+    SLM_ASSIGN_OR_RETURN(l.head_dim, lr.Int(lj, "head_dim"));
+    m.layers.push_back(std::move(l));
+  }
+  SLM_ASSIGN_OR_RETURN(const json* tok, r.Field(root, "tokenizer", false));
+  if (tok) {
+    if (!tok->is_object()) return r.Mismatch("tokenizer", "an object", *tok);
+    SLM_ASSIGN_OR_RETURN(m.tokenizer_kind, r.Sub("tokenizer").Str(*tok, "kind"));
+  }
+  SLM_ASSIGN_OR_RETURN(const json* tmpl, r.Field(root, "chat_template", false));
+  if (tmpl && !tmpl->is_null()) {
+    if (!tmpl->is_string()) return r.Mismatch("chat_template", "a string", *tmpl);
+    m.chat_template = tmpl->get<std::string>();
+  }
+  SLM_ASSIGN_OR_RETURN(const json* gen, r.Field(root, "generation_defaults", false));
+  if (gen) {
+    if (!gen->is_object()) return r.Mismatch("generation_defaults", "an object", *gen);
+    m.generation_defaults = *gen;
+  }
+  SLM_ASSIGN_OR_RETURN(const json* model, r.Field(root, "model", false));
+  if (model && model->is_object()) m.model = *model;
+  return m;
+}
+
+}  // namespace
+
+const CacheGroup* ContractMetadata::FindGroup(const std::string& n) const {
+  for (const CacheGroup& g : groups) {
+    if (g.name == n) return &g;
+  }
+  return nullptr;
+}
+
+const MethodInfo* ContractMetadata::FindMethod(const std::string& n) const {
+  for (const MethodInfo& mi : methods) {
+    if (mi.name == n) return &mi;
+  }
+  return nullptr;
+}
+
+nlohmann::json ContractMetadata::ToJson() const {
+  json j;
+  j["contract"] = contract;
+  j["version"] = version;
+  j["max_context_len"] = max_context_len;
+  j["vocab_size"] = vocab_size;
+  j["bos_id"] = bos_id ? json(*bos_id) : json(nullptr);
+  j["eos_ids"] = eos_ids;
+  j["pad_id"] = pad_id;
+  j["add_bos"] = add_bos;
+  j["methods"] = json::array();
+  for (const MethodInfo& mi : methods) {
+    j["methods"].push_back(
+        {{"name", mi.name}, {"role", mi.role}, {"step", mi.step}, {"logits_mode", mi.logits_mode}});
+  }
+  // The prefill methods' mode is the artifact's mode (decode's step-1 output has the same
+  // [1, 1, V] shape either way).
+  std::string mode = "all";
+  for (const MethodInfo& mi : methods) {
+    if (mi.role == "prefill") mode = mi.logits_mode;
+  }
+  j["logits"] = {{"output", logits_output}, {"mode", mode}};
+  json cache;
+  cache["dtype"] = cache_dtype;
+  cache["groups"] = json::array();
+  for (const CacheGroup& g : groups) {
+    cache["groups"].push_back({{"name", g.name}, {"cache_len", g.cache_len}, {"window", g.window}});
+  }
+  cache["layers"] = json::array();
+  for (const CacheLayer& l : layers) {
+    cache["layers"].push_back({{"group", l.group}, {"n_kv_heads", l.n_kv_heads}, {"head_dim", l.head_dim}});
+  }
+  j["cache"] = cache;
+  j["state_outputs"] = json::array();
+  j["tokenizer"] = {{"kind", tokenizer_kind}, {"embedded", !tokenizer_kind.empty()}};
+  j["chat_template"] = chat_template;
+  j["generation_defaults"] = generation_defaults;
+  j["model"] = model;
+  return j;
+}
+
+Result<ContractMetadata> ContractMetadata::FromJson(const std::string& text) {
+  json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded()) return ParseError("metadata: not valid JSON");
+  try {
+    return Parse(root);
+  } catch (const json::exception& e) {
+    return ParseError(std::string("metadata: ") + e.what());
+  }
+}
+
+}  // namespace slm::io

@@ -1,0 +1,87 @@
+// ModelSpec: the architecture facts of one Hugging Face checkpoint, read from config.json
+// (plus generation_config.json and tokenizer_config.json), and the names of its weights, so
+// that nothing downstream parses HF files or spells HF tensor names on its own.
+//
+// Absent keys take the defaults of transformers' config class for the architecture (for
+// Llama: LlamaConfig), so a checkpoint means here what it means in transformers.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+#include "model/rope.h"
+
+namespace slm::model {
+
+struct ModelSpec {
+  std::string architecture;  // "LlamaForCausalLM" (config.json "architectures"[0])
+  std::string model_type;    // "llama"
+
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_layers = 0;        // num_hidden_layers
+  int64_t num_heads = 0;         // num_attention_heads
+  int64_t num_kv_heads = 0;      // num_key_value_heads; divides num_heads
+  int64_t head_dim = 0;          // explicit, or hidden_size / num_heads
+  int64_t vocab_size = 0;
+  int64_t max_position_embeddings = 0;
+  double rms_norm_eps = 1e-6;
+  bool tie_word_embeddings = false;  // lm_head shares the embedding matrix
+  bool attention_bias = false;       // q/k/v/o projections have biases
+  bool mlp_bias = false;             // gate/up/down projections have biases
+  std::string hidden_act = "silu";
+  RopeSpec rope;  // validated: ComputeRopeTables(rope) is non-empty
+
+  // Special ids (each in [0, vocab_size)). generation_config.json overrides config.json for
+  // every key it sets. eos_ids may be empty (no stop token).
+  std::optional<int32_t> bos_id;
+  std::optional<int32_t> pad_id;
+  std::vector<int32_t> eos_ids;
+  bool add_bos = true;  // tokenizer_config.json "add_bos_token"
+  // generation_config.json verbatim (sampling defaults etc.), or an empty object.
+  nlohmann::json generation_defaults = nlohmann::json::object();
+  // tokenizer_config.json "chat_template" (or its "default" entry, or chat_template.jinja);
+  // empty when the checkpoint has none.
+  std::string chat_template;
+
+  // HF tensor names. The graph builder asks for these instead of spelling them.
+  std::string EmbedName() const;      // "model.embed_tokens.weight"
+  std::string LmHeadName() const;     // "lm_head.weight", or EmbedName() when tied
+  std::string FinalNormName() const;  // "model.norm.weight"
+  std::string LayerPrefix(int64_t layer) const;  // "model.layers.<layer>"
+  // LayerWeight(3, "self_attn.q_proj.weight") == "model.layers.3.self_attn.q_proj.weight".
+  std::string LayerWeight(int64_t layer, std::string_view suffix) const;
+};
+
+// Architectures ParseModelSpec accepts ("LlamaForCausalLM").
+std::vector<std::string> SupportedArchitectures();
+
+// Reads the architecture facts from a parsed config.json; `source_name` (the file's path)
+// starts every error message. Errors: Unsupported for an architecture, hidden_act or
+// rope_scaling type not implemented here (naming it and listing the supported ones);
+// InvalidArgument for an ill-typed or out-of-range field (naming field and value; also
+// num_attention_heads not a multiple of num_key_value_heads); NotFound for a missing required
+// field (the sizes, which transformers would silently default to Llama-7B's).
+// Special ids take LlamaConfig's defaults (bos 1, eos 2, no pad) when the keys are absent.
+Result<ModelSpec> ParseModelSpec(const nlohmann::json& config, const std::string& source_name);
+
+// Overrides bos/eos/pad with those set in a parsed generation_config.json and keeps the object
+// as generation_defaults.
+Status ApplyGenerationConfig(const nlohmann::json& generation_config,
+                             const std::string& source_name, ModelSpec* spec);
+// Reads add_bos_token and chat_template from a parsed tokenizer_config.json.
+Status ApplyTokenizerConfig(const nlohmann::json& tokenizer_config,
+                            const std::string& source_name, ModelSpec* spec);
+
+// Reads <dir>/config.json, then generation_config.json, tokenizer_config.json and
+// chat_template.jinja when present. NotFound naming the path when the directory or
+// config.json is missing.
+Result<ModelSpec> LoadModelSpec(const std::string& checkpoint_dir);
+
+}  // namespace slm::model

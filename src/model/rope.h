@@ -1,0 +1,51 @@
+// Rotary position embedding parameters, and the inverse-frequency table folded from them at
+// compile time, computed as Hugging Face transformers computes it (modeling_rope_utils.py).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+
+namespace slm::model {
+
+// config.json "rope_scaling" {"rope_type" (legacy "type"): ...}. Values are not serialized;
+// more types (dynamic, yarn, longrope) are appended when their families land.
+enum class RopeScalingType { kNone, kLinear, kLlama3 };
+const char* RopeScalingTypeName(RopeScalingType t);  // "default", "linear", "llama3"
+
+struct RopeSpec {
+  double theta = 10000.0;  // rope_theta
+  // Leading dims of each head that rotate: int(head_dim * partial_rotary_factor). Even, > 0.
+  int64_t rotary_dim = 0;
+  RopeScalingType scaling = RopeScalingType::kNone;
+  double factor = 1.0;            // linear, llama3: frequencies divided by it
+  double low_freq_factor = 1.0;   // llama3
+  double high_freq_factor = 4.0;  // llama3
+  int64_t original_max_position_embeddings = 0;  // llama3: the pre-training context
+};
+
+// InvalidArgument naming the field when `rope` cannot give a table: theta, factor or
+// rotary_dim not positive, rotary_dim odd, llama3 with high_freq_factor <= low_freq_factor or
+// no original context.
+Status ValidateRopeSpec(const RopeSpec& rope);
+
+struct RopeTables {
+  // [rotary_dim / 2]: angle of pair i at position p is p * inv_freq[i] (HF rotate_half
+  // pairs (i, i + rotary_dim/2)).
+  std::vector<float> inv_freq;
+  // Multiplies cos and sin; 1 for the scaling types supported so far.
+  float attention_scaling = 1.0f;
+};
+
+// inv_freq as transformers computes it in float32, step by step in torch's order:
+//   default: 1 / base^(float(2i) / dim)           (base, dim converted to float32)
+//   linear:  default / factor
+//   llama3:  default, then wavelength bands: kept where wavelen < orig/high_freq_factor,
+//            divided by factor where wavelen > orig/low_freq_factor, interpolated between.
+// float32 pow is taken correctly rounded (pow in double, rounded once), as an exact float32 pow
+// gives; torch's vectorized powf is within 1 ulp of it. Precondition: ValidateRopeSpec(rope)
+// is OK (ParseModelSpec guarantees it); otherwise the table is empty.
+RopeTables ComputeRopeTables(const RopeSpec& rope);
+
+}  // namespace slm::model

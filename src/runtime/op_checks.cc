@@ -1,0 +1,169 @@
+#include "runtime/op_checks.h"
+
+namespace slm::runtime {
+namespace {
+
+using graph::Graph;
+using graph::Op;
+using graph::OpKind;
+using graph::Value;
+
+class OpChecker {
+ public:
+  OpChecker(const Graph& g, const Op& op, size_t index) : g_(g), op_(op) {
+    where_ = "method '" + g.name + "' op " + std::to_string(index) + " (" +
+             graph::OpKindName(op.kind) + (op.debug.empty() ? "" : ", " + op.debug) + ")";
+  }
+
+  Status Arity(size_t min_in, size_t max_in, size_t outs, size_t ints, size_t floats) const {
+    if (op_.inputs.size() < min_in || op_.inputs.size() > max_in) {
+      return Fail("has " + std::to_string(op_.inputs.size()) + " inputs, expected " +
+                  std::to_string(min_in) + (max_in != min_in ? "-" + std::to_string(max_in) : ""));
+    }
+    if (op_.outputs.size() != outs) return Fail("has " + std::to_string(op_.outputs.size()) + " outputs, expected " + std::to_string(outs));
+    if (op_.ints.size() != ints) return Fail("has " + std::to_string(op_.ints.size()) + " int attributes, expected " + std::to_string(ints));
+    if (op_.floats.size() != floats) return Fail("has " + std::to_string(op_.floats.size()) + " float attributes, expected " + std::to_string(floats));
+    return Status::Ok();
+  }
+  const Value& In(size_t i) const { return g_.values[op_.inputs[i]]; }
+  const Value& Out(size_t i) const { return g_.values[op_.outputs[i]]; }
+  int64_t Numel(const Value& v) const {
+    auto n = CheckedNumElements(v.shape);
+    return n.ok() ? *n : -1;
+  }
+  int64_t Last(const Value& v) const { return v.shape.empty() ? 1 : v.shape.back(); }
+  Status DType(const Value& v, slm::DType t) const {
+    if (v.dtype != t) return Fail("'" + v.name + "' has dtype " + DTypeName(v.dtype) + ", expected " + DTypeName(t));
+    return Status::Ok();
+  }
+  Status Numel(const Value& v, int64_t n) const {
+    if (Numel(v) != n) {
+      return Fail("'" + v.name + "' has shape " + ShapeToString(v.shape) + " (" +
+                  std::to_string(Numel(v)) + " elements), expected " + std::to_string(n));
+    }
+    return Status::Ok();
+  }
+  Status Positive(std::initializer_list<int64_t> xs) const {
+    for (int64_t x : xs) if (x <= 0) return Fail("has a non-positive size attribute");
+    return Status::Ok();
+  }
+  Status Fail(const std::string& what) const { return InvalidArgument(where_ + ": " + what); }
+
+ private:
+  const Graph& g_;
+  const Op& op_;
+  std::string where_;
+};
+
+// Index of the op's int32 input (ids / positions / row), or -1: every other tensor an op
+// touches is float32 in this version.
+int IntInputIndex(OpKind kind) {
+  switch (kind) {
+    case OpKind::kEmbedding: return 0;
+    case OpKind::kRope: return 1;
+    case OpKind::kKvCommit: return 2;
+    case OpKind::kGatherRow: return 1;
+    default: return -1;
+  }
+}
+
+Status CheckOp(const Graph& g, const Op& op, size_t index) {
+  OpChecker c(g, op, index);
+  using slm::DType;
+  const int int_input = IntInputIndex(op.kind);
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    SLM_RETURN_IF_ERROR(c.DType(c.In(i), static_cast<int>(i) == int_input ? DType::kI32 : DType::kF32));
+  }
+  for (size_t i = 0; i < op.outputs.size(); ++i) SLM_RETURN_IF_ERROR(c.DType(c.Out(i), DType::kF32));
+  switch (op.kind) {
+    case OpKind::kEmbedding: {
+      SLM_RETURN_IF_ERROR(c.Arity(2, 2, 1, 0, 1));
+      SLM_RETURN_IF_ERROR(c.DType(c.In(0), DType::kI32));
+      SLM_RETURN_IF_ERROR(c.DType(c.In(1), DType::kF32));
+      SLM_RETURN_IF_ERROR(c.DType(c.Out(0), DType::kF32));
+      if (c.In(1).shape.size() != 2) return c.Fail("table must be [V, D]");
+      return c.Numel(c.Out(0), c.Numel(c.In(0)) * c.In(1).shape[1]);
+    }
+    case OpKind::kRmsNorm: {
+      SLM_RETURN_IF_ERROR(c.Arity(2, 2, 1, 1, 1));
+      for (const auto* v : {&c.In(0), &c.In(1), &c.Out(0)}) SLM_RETURN_IF_ERROR(c.DType(*v, DType::kF32));
+      const int64_t d = c.Numel(c.In(1));
+      if (d <= 0 || c.Last(c.In(0)) != d) return c.Fail("weight size does not match the last dim of x");
+      return c.Numel(c.Out(0), c.Numel(c.In(0)));
+    }
+    case OpKind::kMatMul: {
+      SLM_RETURN_IF_ERROR(c.Arity(2, 3, 1, 0, 0));
+      for (size_t i = 0; i < op.inputs.size(); ++i) SLM_RETURN_IF_ERROR(c.DType(c.In(i), DType::kF32));
+      SLM_RETURN_IF_ERROR(c.DType(c.Out(0), DType::kF32));
+      const Value& w = c.In(1);
+      if (w.shape.size() != 2) return c.Fail("weight '" + w.name + "' must be [N, K]");
+      const int64_t n = w.shape[0], k = w.shape[1];
+      SLM_RETURN_IF_ERROR(c.Positive({n, k}));
+      if (c.Last(c.In(0)) != k) return c.Fail("x's last dim " + std::to_string(c.Last(c.In(0))) + " != K " + std::to_string(k));
+      if (op.inputs.size() == 3) SLM_RETURN_IF_ERROR(c.Numel(c.In(2), n));
+      if (c.Last(c.Out(0)) != n) return c.Fail("output's last dim != N");
+      return c.Numel(c.Out(0), c.Numel(c.In(0)) / k * n);
+    }
+    case OpKind::kRope: {
+      SLM_RETURN_IF_ERROR(c.Arity(3, 3, 1, 3, 1));
+      const int64_t h = op.ints[0], hd = op.ints[1], rot = op.ints[2];
+      SLM_RETURN_IF_ERROR(c.Positive({h, hd, rot}));
+      if (rot > hd || rot % 2) return c.Fail("rotary_dim must be even and <= head_dim");
+      SLM_RETURN_IF_ERROR(c.DType(c.In(1), DType::kI32));
+      const int64_t t = c.Numel(c.In(1));
+      SLM_RETURN_IF_ERROR(c.Numel(c.In(0), t * h * hd));
+      SLM_RETURN_IF_ERROR(c.Numel(c.In(2), rot / 2));
+      return c.Numel(c.Out(0), t * h * hd);
+    }
+    case OpKind::kAttention: {
+      SLM_RETURN_IF_ERROR(c.Arity(6, 6, 1, 3, 2));
+      const int64_t hq = op.ints[0], hkv = op.ints[1], hd = op.ints[2];
+      SLM_RETURN_IF_ERROR(c.Positive({hq, hkv, hd}));
+      if (hq % hkv) return c.Fail("n_heads must be a multiple of n_kv_heads");
+      const Value& kc = c.In(3);
+      if (kc.shape.size() != 4 || kc.shape[1] != hkv || kc.shape[3] != hd) return c.Fail("k_cache must be [1, Hkv, L, hd]");
+      if (c.In(4).shape != kc.shape) return c.Fail("v_cache shape differs from k_cache");
+      const int64_t L = kc.shape[2];
+      const int64_t t = c.Numel(c.In(0)) / (hq * hd);
+      SLM_RETURN_IF_ERROR(c.Numel(c.In(0), t * hq * hd));
+      SLM_RETURN_IF_ERROR(c.Numel(c.In(1), t * hkv * hd));
+      SLM_RETURN_IF_ERROR(c.Numel(c.In(2), t * hkv * hd));
+      SLM_RETURN_IF_ERROR(c.Numel(c.In(5), t * (L + t)));
+      return c.Numel(c.Out(0), t * hq * hd);
+    }
+    case OpKind::kKvCommit: {
+      SLM_RETURN_IF_ERROR(c.Arity(5, 5, 0, 0, 0));
+      const Value& kc = c.In(3);
+      if (kc.kind != graph::ValueKind::kState || c.In(4).kind != graph::ValueKind::kState) return c.Fail("caches must be states");
+      if (kc.shape.size() != 4 || c.In(4).shape != kc.shape) return c.Fail("caches must be [1, Hkv, L, hd] and equal");
+      if (kc.shape[2] <= 0) return c.Fail("cache length must be positive");
+      SLM_RETURN_IF_ERROR(c.DType(c.In(2), DType::kI32));
+      const int64_t t = c.Numel(c.In(2));
+      SLM_RETURN_IF_ERROR(c.Numel(c.In(0), t * kc.shape[1] * kc.shape[3]));
+      return c.Numel(c.In(1), t * kc.shape[1] * kc.shape[3]);
+    }
+    case OpKind::kAdd:
+    case OpKind::kSwiGlu: {
+      SLM_RETURN_IF_ERROR(c.Arity(2, 2, 1, 0, 0));
+      const int64_t n = c.Numel(c.In(0));
+      SLM_RETURN_IF_ERROR(c.Numel(c.In(1), n));
+      return c.Numel(c.Out(0), n);
+    }
+    case OpKind::kGatherRow: {
+      SLM_RETURN_IF_ERROR(c.Arity(2, 2, 1, 0, 0));
+      SLM_RETURN_IF_ERROR(c.DType(c.In(1), DType::kI32));
+      SLM_RETURN_IF_ERROR(c.Numel(c.In(1), 1));
+      return c.Numel(c.Out(0), c.Last(c.In(0)));
+    }
+  }
+  return c.Fail("unknown op kind");
+}
+
+}  // namespace
+
+Status CheckOpShapes(const Graph& g) {
+  for (size_t i = 0; i < g.ops.size(); ++i) SLM_RETURN_IF_ERROR(CheckOp(g, g.ops[i], i));
+  return Status::Ok();
+}
+
+}  // namespace slm::runtime

@@ -1,0 +1,117 @@
+// The compiled artifact: weights stored once and shared by both methods, exact contract
+// signatures, and `inspect` output.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "e2e/artifacts.h"
+#include "io/artifact_reader.h"
+#include "io/safetensors.h"
+#include "runtime/program.h"
+
+namespace slm::testing {
+namespace {
+
+TEST(Artifact, EachWeightIsStoredOnce) {
+  const std::string ckpt = SharedDir() + "/models/stories260K";
+  std::string path = CompiledArtifact(ckpt);
+  auto st = io::SafetensorsCheckpoint::OpenDir(ckpt);
+  ASSERT_TRUE(st.ok());
+  uint64_t weight_bytes = 0;
+  for (const std::string& n : st->Names()) weight_bytes += st->Find(n)->nbytes;  // F32 checkpoint
+  auto file = io::ArtifactFile::Open(path);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  uint64_t metadata_bytes = (*file)->metadata_json().size() + (*file)->tokenizer_bytes().size();
+  // Program FlatBuffer (ops, names) and alignment padding are "metadata" too; bound them.
+  EXPECT_LE(std::filesystem::file_size(path), 1.02 * weight_bytes + metadata_bytes + 64 * 1024);
+}
+
+TEST(Artifact, BothMethodsPointAtTheSameConstantData) {
+  auto program = runtime::Program::Load(CompiledArtifact(SharedDir() + "/models/stories260K"));
+  ASSERT_TRUE(program.ok());
+  auto prefill = (*program)->artifact().LoadMethod("prefill");
+  auto decode = (*program)->artifact().LoadMethod("decode");
+  ASSERT_TRUE(prefill.ok() && decode.ok());
+  std::map<std::string, int32_t> prefill_constants;
+  for (const auto& v : prefill->values) {
+    if (v.kind == graph::ValueKind::kConstant) prefill_constants[v.name] = v.constant_index;
+  }
+  int shared = 0;
+  for (const auto& v : decode->values) {
+    if (v.kind != graph::ValueKind::kConstant) continue;
+    ASSERT_TRUE(prefill_constants.count(v.name)) << v.name;
+    EXPECT_EQ(prefill_constants[v.name], v.constant_index) << v.name;
+    ++shared;
+  }
+  EXPECT_EQ(shared, static_cast<int>(prefill_constants.size()));
+  // Tied embeddings: the embedding and the lm_head are one constant.
+  EXPECT_EQ((*program)->artifact().constants().size(), prefill_constants.size());
+}
+
+TEST(Inspect, ShowsBothMethodsWithTheContractSignatures) {
+  CommandResult r = RunCli("inspect --json " + CompiledArtifact(SharedDir() + "/models/stories260K", {32}, 512));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["methods"].size(), 2u);
+  auto find = [&](const std::string& name) {
+    for (const auto& m : j["methods"]) if (m["name"] == name) return m;
+    return nlohmann::json();
+  };
+  auto sig = [](const nlohmann::json& list) {
+    std::vector<std::string> out;
+    for (const auto& v : list) out.push_back(v["name"].get<std::string>() + " " + v["dtype"].get<std::string>() + " " + v["shape"].dump());
+    return out;
+  };
+  std::vector<std::string> prefill_in = {"input_ids int32 [1,32]", "input_pos int32 [1,32]",
+                                         "attn_mask.full float32 [1,32,544]", "logits_row int32 [1]"};
+  std::vector<std::string> decode_in = {"input_ids int32 [1,1]", "input_pos int32 [1,1]", "attn_mask.full float32 [1,1,513]"};
+  for (int i = 0; i < 5; ++i) {
+    for (const char* kv : {"k_cache.", "v_cache."}) {
+      prefill_in.push_back(kv + std::to_string(i) + " float32 [1,4,512,8]");
+      decode_in.push_back(kv + std::to_string(i) + " float32 [1,4,512,8]");
+    }
+  }
+  EXPECT_EQ(sig(find("prefill")["inputs"]), prefill_in);
+  EXPECT_EQ(sig(find("decode")["inputs"]), decode_in);
+  EXPECT_EQ(sig(find("prefill")["outputs"]), std::vector<std::string>{"logits float32 [1,1,512]"});
+  EXPECT_EQ(sig(find("decode")["outputs"]), std::vector<std::string>{"logits float32 [1,1,512]"});
+  EXPECT_EQ(j["metadata"]["contract"], "hf_static");
+  EXPECT_EQ(j["metadata"]["version"], 1);
+  for (const auto& c : j["constants"]) EXPECT_EQ(c["shared_by"].size(), 2u) << c["name"];
+
+  CommandResult text = RunCli("inspect " + CompiledArtifact(SharedDir() + "/models/stories260K", {32}, 512));
+  ASSERT_EQ(text.exit_code, 0);
+  EXPECT_NE(text.out.find("attn_mask.full"), std::string::npos);
+  EXPECT_NE(text.out.find("arena"), std::string::npos);
+}
+
+TEST(Cli, RunJsonReportsIdsTextAndStats) {
+  CommandResult r = RunCli("run " + CompiledArtifact(SharedDir() + "/models/stories260K") + " --prompt-ids 1 -n 8 --json --logits");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["prompt_ids"], nlohmann::json::array({1}));
+  EXPECT_EQ(j["generated_ids"].size(), 8u);
+  EXPECT_EQ(j["logits"].size(), 8u);
+  EXPECT_EQ(j["logits"][0].size(), 512u);
+  EXPECT_TRUE(j["stats"].contains("ttft_ms"));
+  EXPECT_TRUE(j["text"].is_string());
+}
+
+TEST(Cli, RunStreamsTextAndPrintsStats) {
+  CommandResult r = RunCli("run " + CompiledArtifact(SharedDir() + "/models/stories260K") + " -p 'Once upon a time' -n 32");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("Once upon a time", 0), 0u) << r.out;
+  EXPECT_GT(r.out.size(), 40u);
+  EXPECT_NE(r.err.find("tok/s"), std::string::npos) << r.err;
+}
+
+TEST(Cli, EverySubcommandHasHelp) {
+  for (const char* sub : {"compile", "run", "inspect"}) {
+    CommandResult r = RunCli(std::string(sub) + " --help");
+    EXPECT_EQ(r.exit_code, 0) << sub;
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << sub << ": " << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace slm::testing

@@ -1,0 +1,24 @@
+// The staticlm command line: one file per subcommand, each registering itself on the app.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+
+#include "core/status.h"
+
+namespace slm::cli {
+
+// A subcommand's action; returns the process exit code.
+using Action = std::function<int()>;
+
+// Each Add* registers a subcommand and returns the action to run when it was selected.
+Action AddCompile(CLI::App& app);
+Action AddRun(CLI::App& app);
+Action AddInspect(CLI::App& app);
+
+// Prints "staticlm: error: <message>" as one line on stderr and returns exit code 1.
+int Fail(const Status& status);
+
+}  // namespace slm::cli

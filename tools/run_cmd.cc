@@ -1,0 +1,129 @@
+#include <cstdio>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "llm/runner.h"
+#include "tools/commands.h"
+
+namespace slm::cli {
+namespace {
+
+Result<std::vector<int32_t>> ParseIds(const std::string& text) {
+  std::vector<int32_t> ids;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      size_t used = 0;
+      long long v = std::stoll(item, &used);
+      if (used != item.size() || v < INT32_MIN || v > INT32_MAX) throw std::invalid_argument(item);
+      ids.push_back(static_cast<int32_t>(v));
+    } catch (const std::exception&) {
+      return InvalidArgument("--prompt-ids: '" + item + "' is not an integer token id");
+    }
+  }
+  return ids;
+}
+
+// Sampling defaults: the artifact's generation_config when it asks for sampling, else greedy.
+void ApplyGenerationDefaults(const nlohmann::json& g, llm::SamplingParams& p) {
+  if (!g.is_object() || !g.value("do_sample", false)) return;
+  if (g.contains("temperature") && g["temperature"].is_number()) p.temperature = g["temperature"].get<float>();
+  if (g.contains("top_k") && g["top_k"].is_number_integer()) p.top_k = g["top_k"].get<int32_t>();
+  if (g.contains("top_p") && g["top_p"].is_number()) p.top_p = g["top_p"].get<float>();
+  if (g.contains("min_p") && g["min_p"].is_number()) p.min_p = g["min_p"].get<float>();
+  if (g.contains("repetition_penalty") && g["repetition_penalty"].is_number()) p.repetition_penalty = g["repetition_penalty"].get<float>();
+}
+
+}  // namespace
+
+Action AddRun(CLI::App& app) {
+  struct Args {
+    std::string model, prompt, prompt_ids, tail_policy = "pad";
+    int64_t n = 128;
+    std::optional<float> temp, top_p, min_p, repeat_penalty;
+    std::optional<int32_t> top_k;
+    uint64_t seed = 0;
+    bool json = false, logits = false, ignore_eos = false;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("run", "Generate text from a .slm artifact (text on stdout, stats on stderr)");
+  cmd->add_option("model", a->model, "artifact (.slm)")->required();
+  auto* p = cmd->add_option("-p,--prompt", a->prompt, "prompt text (BOS added as the artifact says)");
+  auto* pi = cmd->add_option("--prompt-ids", a->prompt_ids, "prompt as comma-separated token ids, e.g. 1,5,9 (used as given)");
+  p->excludes(pi);
+  cmd->add_option("-n,--max-tokens", a->n, "tokens to generate")->capture_default_str();
+  cmd->add_option("--temp", a->temp, "temperature (0 = greedy)");
+  cmd->add_option("--top-k", a->top_k, "top-k (0 = off)");
+  cmd->add_option("--top-p", a->top_p, "top-p (1 = off)");
+  cmd->add_option("--min-p", a->min_p, "min-p (0 = off)");
+  cmd->add_option("--repeat-penalty", a->repeat_penalty, "repetition penalty (1 = off)");
+  cmd->add_option("--seed", a->seed, "sampling seed")->capture_default_str();
+  cmd->add_option("--tail-policy", a->tail_policy, "prompt tail shorter than the prefill step: pad | decode")->capture_default_str();
+  cmd->add_flag("--ignore-eos", a->ignore_eos, "keep generating after EOS");
+  cmd->add_flag("--json", a->json, "print one JSON object (prompt ids, generated ids, text, stats) instead of streaming");
+  cmd->add_flag("--logits", a->logits, "with --json: include the full logits row of every step");
+  return [a]() {
+    auto policy = llm::ParseTailPolicy(a->tail_policy);
+    if (!policy.ok()) return Fail(policy.status());
+    llm::RunnerOptions ro;
+    ro.session.tail_policy = *policy;
+    auto runner = llm::Runner::Load(a->model, ro);
+    if (!runner.ok()) return Fail(runner.status());
+    llm::Runner& r = **runner;
+
+    std::vector<int32_t> prompt;
+    if (!a->prompt_ids.empty()) {
+      auto ids = ParseIds(a->prompt_ids);
+      if (!ids.ok()) return Fail(ids.status());
+      prompt = *ids;
+    } else {
+      auto ids = r.Encode(a->prompt);
+      if (!ids.ok()) return Fail(ids.status());
+      prompt = *ids;
+    }
+    if (prompt.empty()) return Fail(InvalidArgument("the prompt is empty: pass -p TEXT or --prompt-ids"));
+    if (static_cast<int64_t>(prompt.size()) > r.session().max_context_len()) {
+      return Fail(OutOfRange("the prompt has " + std::to_string(prompt.size()) + " tokens, more than the artifact's context of " +
+                             std::to_string(r.session().max_context_len()) + " tokens"));
+    }
+
+    llm::GenerateOptions go;
+    go.max_new_tokens = a->n;
+    ApplyGenerationDefaults(r.metadata().generation_defaults, go.sampling);
+    if (a->temp) go.sampling.temperature = *a->temp;
+    if (a->top_k) go.sampling.top_k = *a->top_k;
+    if (a->top_p) go.sampling.top_p = *a->top_p;
+    if (a->min_p) go.sampling.min_p = *a->min_p;
+    if (a->repeat_penalty) go.sampling.repetition_penalty = *a->repeat_penalty;
+    go.sampling.seed = a->seed;
+    go.stop_on_eos = !a->ignore_eos;
+    go.keep_logits = a->json && a->logits;
+    if (!a->json) {
+      if (!a->prompt.empty()) { std::fputs(a->prompt.c_str(), stdout); }
+      go.on_text = [](std::string_view s) {
+        std::fwrite(s.data(), 1, s.size(), stdout);
+        std::fflush(stdout);
+      };
+    }
+    auto res = r.Generate(prompt, go);
+    if (!res.ok()) return Fail(res.status());
+    if (a->json) {
+      nlohmann::json j;
+      j["prompt_ids"] = res->prompt_ids;
+      j["generated_ids"] = res->generated;
+      j["text"] = res->text;
+      j["stop_reason"] = res->stop_reason;
+      j["stats"] = res->stats.ToJson();
+      if (a->logits) j["logits"] = res->logits;
+      std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    } else {
+      std::printf("\n");
+      std::fprintf(stderr, "%s\n", res->stats.ToText().c_str());
+    }
+    return 0;
+  };
+}
+
+}  // namespace slm::cli
