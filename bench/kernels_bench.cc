@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "kernels/quant_kernels.h"
 
 namespace {
 
@@ -100,5 +101,84 @@ void BM_SwiGlu(benchmark::State& state) {
   state.SetLabel(ActiveSimdTarget());
 }
 BENCHMARK(BM_SwiGlu)->Arg(8192);
+
+}  // namespace
+
+// ---- Quantized matmuls (kernels/quant_kernels.h). Args: R, K, N. Random bytes as weights: the
+// kernels' speed does not depend on the values. wbytes/s counts the quantized weight bytes.
+namespace {
+
+std::vector<uint8_t> RandomBytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> v(n);
+  for (auto& b : v) b = uint8_t(rng());
+  return v;
+}
+
+void QuantCounters(benchmark::State& state, double wbytes) {
+  const int64_t R = state.range(0), K = state.range(1), N = state.range(2);
+  state.counters["OP/s"] = benchmark::Counter(double(2 * R * K * N) * double(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["wbytes/s"] = benchmark::Counter(wbytes * double(state.iterations()), benchmark::Counter::kIsRate);
+  state.SetLabel(ActiveSimdTarget());
+}
+
+void BM_MatMulQ8(benchmark::State& state) {
+  const int64_t R = state.range(0), K = state.range(1), N = state.range(2);
+  const auto x = Random(size_t(R * K), 1), s = Random(size_t(N), 3);
+  const auto w = RandomBytes(size_t(N * K), 2);
+  std::vector<float> y(static_cast<size_t>(R * N));
+  for (auto _ : state) {
+    slm::kernels::MatMulQ8Columns(x.data(), reinterpret_cast<const int8_t*>(w.data()), s.data(), nullptr, y.data(), R, K, N, 0, N);
+    benchmark::DoNotOptimize(y.data());
+  }
+  QuantCounters(state, double(N * K));
+}
+
+void BM_MatMulQ4G32(benchmark::State& state) {
+  const int64_t R = state.range(0), K = state.range(1), N = state.range(2);
+  const auto x = Random(size_t(R * K), 1), s = Random(size_t(N * K / 32), 3);
+  const auto w = RandomBytes(size_t(N * K / 2), 2);
+  std::vector<float> y(static_cast<size_t>(R * N));
+  for (auto _ : state) {
+    slm::kernels::MatMulQ4Columns(x.data(), w.data(), s.data(), nullptr, nullptr, y.data(), R, K, N, 32, 0, N);
+    benchmark::DoNotOptimize(y.data());
+  }
+  QuantCounters(state, double(N * K / 2 + N * K / 8));
+}
+
+void BM_MatMulQ8Dyn(benchmark::State& state) {
+  const int64_t R = state.range(0), K = state.range(1), N = state.range(2);
+  const auto x = Random(size_t(R * K), 1), s = Random(size_t(N), 3);
+  const auto w = RandomBytes(size_t(N * K), 2);
+  std::vector<int8_t> xq(static_cast<size_t>(R * K));
+  std::vector<float> xs(static_cast<size_t>(R)), y(static_cast<size_t>(R * N));
+  for (auto _ : state) {
+    slm::kernels::QuantizeRowsI8(x.data(), xq.data(), xs.data(), nullptr, R, K, K);
+    slm::kernels::MatMulQ8DynColumns(xq.data(), xs.data(), reinterpret_cast<const int8_t*>(w.data()), s.data(), nullptr, y.data(), R, K, N, 0, N);
+    benchmark::DoNotOptimize(y.data());
+  }
+  QuantCounters(state, double(N * K));
+}
+
+void BM_MatMulQ4DynG32(benchmark::State& state) {
+  const int64_t R = state.range(0), K = state.range(1), N = state.range(2);
+  const auto x = Random(size_t(R * K), 1), s = Random(size_t(N * K / 32), 3);
+  const auto w = RandomBytes(size_t(N * K / 2), 2);
+  std::vector<int8_t> xq(static_cast<size_t>(R * K));
+  std::vector<float> xs(static_cast<size_t>(R)), y(static_cast<size_t>(R * N));
+  std::vector<int32_t> gs(static_cast<size_t>(R * K / 32));
+  for (auto _ : state) {
+    slm::kernels::QuantizeRowsI8(x.data(), xq.data(), xs.data(), gs.data(), R, K, 32);
+    slm::kernels::MatMulQ4DynColumns(xq.data(), xs.data(), gs.data(), w.data(), s.data(), nullptr, nullptr, y.data(), R, K, N, 32, 0, N);
+    benchmark::DoNotOptimize(y.data());
+  }
+  QuantCounters(state, double(N * K / 2 + N * K / 8));
+}
+
+#define SLM_QUANT_SHAPES ->Args({1, 2048, 2048})->Args({1, 2048, 8192})->Args({32, 2048, 2048})->Args({128, 2048, 2048})->Unit(benchmark::kMicrosecond)
+BENCHMARK(BM_MatMulQ8) SLM_QUANT_SHAPES;
+BENCHMARK(BM_MatMulQ4G32) SLM_QUANT_SHAPES;
+BENCHMARK(BM_MatMulQ8Dyn) SLM_QUANT_SHAPES;
+BENCHMARK(BM_MatMulQ4DynG32) SLM_QUANT_SHAPES;
 
 }  // namespace

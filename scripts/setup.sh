@@ -4,8 +4,9 @@
 set -euo pipefail
 PKGS=(build-essential cmake ninja-build pkg-config
       libhwy-dev libflatbuffers-dev flatbuffers-compiler libsentencepiece-dev
-      nlohmann-json3-dev libcli11-dev libxxhash-dev libpcre2-dev libyaml-cpp-dev
-      libgtest-dev libgmock-dev libbenchmark-dev)
+      nlohmann-json3-dev libcli11-dev libxxhash-dev libpcre2-dev libicu-dev libyaml-cpp-dev
+      libgtest-dev libgmock-dev libbenchmark-dev
+      openssh-client openssh-server)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -17,6 +17,17 @@ using Action = std::function<int()>;
 Action AddCompile(CLI::App& app);
 Action AddRun(CLI::App& app);
 Action AddInspect(CLI::App& app);
+Action AddTokenize(CLI::App& app);
+// The pipeline (tools/pipeline_cmd.cc, eval_cmd.cc, device_exec_cmd.cc).
+Action AddPipeline(CLI::App& app);
+Action AddPrepare(CLI::App& app);
+Action AddQuantize(CLI::App& app);
+Action AddInfer(CLI::App& app);
+Action AddEval(CLI::App& app);
+Action AddDeviceExec(CLI::App& app);
+Action AddConformance(CLI::App& app);
+Action AddBench(CLI::App& app);
+Action AddGenCheckpoint(CLI::App& app);
 
 // Prints "staticlm: error: <message>" as one line on stderr and returns exit code 1.
 int Fail(const Status& status);

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "core/memory_limit.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
@@ -13,13 +14,36 @@ int main(int argc, char** argv) {
     slm::cli::Action action = fn(app);
     commands.emplace_back(app.get_subcommands({})[before], std::move(action));
   };
+  std::string memory_limit;
+  app.add_option("--memory-limit", memory_limit,
+                 "refuse a checkpoint or artifact that needs more memory than this (bytes, or a "
+                 "K/M/G/T suffix); default: $SLM_MEMORY_LIMIT, else the physical RAM");
   add(slm::cli::AddCompile);
   add(slm::cli::AddRun);
   add(slm::cli::AddInspect);
+  add(slm::cli::AddTokenize);
+  add(slm::cli::AddPipeline);
+  add(slm::cli::AddPrepare);
+  add(slm::cli::AddQuantize);
+  add(slm::cli::AddInfer);
+  add(slm::cli::AddEval);
+  add(slm::cli::AddDeviceExec);
+  add(slm::cli::AddConformance);
+  add(slm::cli::AddBench);
+  add(slm::cli::AddGenCheckpoint);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  }
+  if (!memory_limit.empty()) {
+    const auto bytes = slm::ParseByteSize(memory_limit);
+    if (!bytes || *bytes == 0) {
+      std::fprintf(stderr, "staticlm: error: --memory-limit '%s' is not a byte size (e.g. 512M, 4G)\n",
+                   memory_limit.c_str());
+      return 2;
+    }
+    slm::SetMemoryLimitBytes(*bytes);
   }
   for (auto& [sub, action] : commands) {
     if (sub->parsed()) return action();

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/thread_pool.h"
 #include "llm/runner.h"
 #include "tools/commands.h"
 
@@ -41,11 +42,13 @@ void ApplyGenerationDefaults(const nlohmann::json& g, llm::SamplingParams& p) {
 Action AddRun(CLI::App& app) {
   struct Args {
     std::string model, prompt, prompt_ids, tail_policy = "pad";
+    std::string save_session, load_session;
     int64_t n = 128;
     std::optional<float> temp, top_p, min_p, repeat_penalty;
     std::optional<int32_t> top_k;
     uint64_t seed = 0;
     bool json = false, logits = false, ignore_eos = false;
+    int threads = 0;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("run", "Generate text from a .slm artifact (text on stdout, stats on stderr)");
@@ -60,18 +63,26 @@ Action AddRun(CLI::App& app) {
   cmd->add_option("--min-p", a->min_p, "min-p (0 = off)");
   cmd->add_option("--repeat-penalty", a->repeat_penalty, "repetition penalty (1 = off)");
   cmd->add_option("--seed", a->seed, "sampling seed")->capture_default_str();
-  cmd->add_option("--tail-policy", a->tail_policy, "prompt tail shorter than the prefill step: pad | decode")->capture_default_str();
+  cmd->add_option("--tail-policy", a->tail_policy, "prompt tail shorter than the smallest prefill step: pad | decode | auto (the cheaper by per-call costs timed at load)")->capture_default_str();
   cmd->add_flag("--ignore-eos", a->ignore_eos, "keep generating after EOS");
+  cmd->add_option("-t,--threads", a->threads, "worker threads for the kernels (default: all cores)");
+  cmd->add_option("--load-session", a->load_session, "restore a session snapshot first; the prompt continues it");
+  cmd->add_option("--save-session", a->save_session, "write a session snapshot after generating (docs/session-snapshot.md)");
   cmd->add_flag("--json", a->json, "print one JSON object (prompt ids, generated ids, text, stats) instead of streaming");
   cmd->add_flag("--logits", a->logits, "with --json: include the full logits row of every step");
   return [a]() {
     auto policy = llm::ParseTailPolicy(a->tail_policy);
     if (!policy.ok()) return Fail(policy.status());
+    ThreadPool::SetDefaultThreadCount(a->threads);  // before any method is loaded
     llm::RunnerOptions ro;
     ro.session.tail_policy = *policy;
     auto runner = llm::Runner::Load(a->model, ro);
     if (!runner.ok()) return Fail(runner.status());
     llm::Runner& r = **runner;
+    if (!a->load_session.empty()) {
+      Status st = r.session().LoadSnapshot(a->load_session);
+      if (!st.ok()) return Fail(st);
+    }
 
     std::vector<int32_t> prompt;
     if (!a->prompt_ids.empty()) {
@@ -109,6 +120,10 @@ Action AddRun(CLI::App& app) {
     }
     auto res = r.Generate(prompt, go);
     if (!res.ok()) return Fail(res.status());
+    if (!a->save_session.empty()) {
+      Status st = r.session().SaveSnapshot(a->save_session);
+      if (!st.ok()) return Fail(st);
+    }
     if (a->json) {
       nlohmann::json j;
       j["prompt_ids"] = res->prompt_ids;

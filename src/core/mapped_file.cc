@@ -11,10 +11,13 @@
 namespace slm {
 
 Result<std::shared_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below); no effect
+  // on regular files.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     int err = errno;
     if (err == ENOENT) return NotFound(path + ": no such file");
+    if (err == ELOOP) return IoError(path + ": cannot open: too many levels of symbolic links (a symlink loop)");
     return IoError(path + ": cannot open: " + std::strerror(err));
   }
   struct stat st {};
@@ -26,6 +29,10 @@ Result<std::shared_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
   if (S_ISDIR(st.st_mode)) {
     ::close(fd);
     return InvalidArgument(path + ": is a directory, expected a file");
+  }
+  if (!S_ISREG(st.st_mode)) {  // FIFO, socket, device: no size to map, reads could block
+    ::close(fd);
+    return InvalidArgument(path + ": is not a regular file (a FIFO, socket or device), expected a file");
   }
   std::shared_ptr<MappedFile> file(new MappedFile());
   file->path_ = path;

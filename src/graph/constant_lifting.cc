@@ -8,6 +8,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include "core/memory_limit.h"
+
 namespace slm::graph {
 namespace {
 
@@ -18,6 +20,8 @@ std::string Where(const Graph& g, const Value& v) {
 // Reads a whole constant. The caller drops the buffer as soon as it is done with it.
 Result<std::vector<uint8_t>> ReadAll(const ConstantSource& source, uint64_t nbytes,
                                      const std::string& where) {
+  // nbytes comes from a checkpoint: refuse what the memory limit cannot hold, before allocating.
+  SLM_RETURN_IF_ERROR(CheckMemoryNeed(nbytes, where + ": reading " + source.Describe()));
   std::vector<uint8_t> bytes;
   try {
     bytes.resize(nbytes);

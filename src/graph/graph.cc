@@ -27,6 +27,11 @@ const char* OpKindName(OpKind k) {
     case OpKind::kAdd: return "add";
     case OpKind::kSwiGlu: return "swiglu";
     case OpKind::kGatherRow: return "gather_row";
+    case OpKind::kGeGlu: return "geglu";
+    case OpKind::kSoftCap: return "softcap";
+    case OpKind::kMatMulQ: return "matmul_q";
+    case OpKind::kEmbeddingQ: return "embedding_q";
+    case OpKind::kCopy: return "copy";
   }
   return "unknown";
 }

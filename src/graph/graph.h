@@ -72,6 +72,8 @@ enum class OpKind : uint16_t {
   kEmbedding = 0,
   // in: x [R,D], w [D]                      out: [R,D]
   //   floats[0] = eps; ints[0] = 1 when the weight is applied as (1 + w) (Gemma)
+  //   x may also be [T, H*D] (last dim a multiple of D): every D-long chunk is normalized on
+  //   its own, i.e. a per-head norm over head_dim (Qwen3 / Gemma 3 q_norm, k_norm).
   kRmsNorm = 1,
   // in: x [R,K], w [N,K] (HF layout), optional bias [N]   out: [R,N] = x·wᵀ (+ bias)
   kMatMul = 2,
@@ -94,6 +96,25 @@ enum class OpKind : uint16_t {
   kSwiGlu = 7,
   // in: x [T,D], row [1] i32                out: [1,D] = x[row]
   kGatherRow = 8,
+  // in: gate, up (same shape)               out: gelu_tanh(gate) * up (Gemma's GeGLU MLP;
+  //   gelu_tanh as torch gelu(approximate='tanh'))
+  kGeGlu = 9,
+  // in: x (any shape)                       out: same shape, cap * tanh(x / cap)
+  //   floats[0] = cap > 0 (Gemma 2 final logit soft-capping)
+  kSoftCap = 10,
+  // in: x [R,K] f32, w (int8 [N,K] | uint8 [N,K/2] packed int4), scales f32 ([N] | [N,K/G]),
+  //     [offsets f32 [N,K/G] when ints[2]], [bias f32 [N]]          out: [R,N] = x·dequant(w)ᵀ (+ b)
+  //   ints = {bits (8 | 4), group G (int4; 0 for int8 per output channel), has_offsets
+  //   (asymmetric int4), dynamic (1: x is quantized per row to int8 on the fly, 8da8w / 8da4w)}.
+  //   Layouts and numerics: kernels/quant_kernels.h.
+  kMatMulQ = 11,
+  // in: ids [1,T] i32, table (int8 [V,D] | uint8 [V,D/2]), scales, [offsets]   out: [T,D]
+  //   ints = {bits, group, has_offsets} as kMatMulQ; floats[0] = multiplier as kEmbedding.
+  kEmbeddingQ = 12,
+  // in: x (any shape)                       out: same dtype and shape, a copy of x
+  //   Returns a state as a method output (state outputs, graph/state_outputs.h). When the
+  //   runtime binds the output to the state's own buffer (an alias), nothing is copied.
+  kCopy = 13,
 };
 const char* OpKindName(OpKind k);
 

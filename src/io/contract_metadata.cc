@@ -130,6 +130,19 @@ Result<ContractMetadata> Parse(const json& root) {
     SLM_ASSIGN_OR_RETURN(l.head_dim, lr.Int(lj, "head_dim"));
     m.layers.push_back(std::move(l));
   }
+  SLM_ASSIGN_OR_RETURN(const json* so, r.Field(root, "state_outputs", false));
+  if (so) {
+    if (!so->is_array()) return r.Mismatch("state_outputs", "an array", *so);
+    for (size_t i = 0; i < so->size(); ++i) {
+      const std::string key = "state_outputs[" + std::to_string(i) + "]";
+      const json& sj = (*so)[i];
+      if (!sj.is_object()) return r.Mismatch(key, "an object", sj);
+      StateOutput s;
+      SLM_ASSIGN_OR_RETURN(s.output, r.Sub(key).Str(sj, "output"));
+      SLM_ASSIGN_OR_RETURN(s.binds, r.Sub(key).Str(sj, "binds"));
+      m.state_outputs.push_back(std::move(s));
+    }
+  }
   SLM_ASSIGN_OR_RETURN(const json* tok, r.Field(root, "tokenizer", false));
   if (tok) {
     if (!tok->is_object()) return r.Mismatch("tokenizer", "an object", *tok);
@@ -200,6 +213,9 @@ nlohmann::json ContractMetadata::ToJson() const {
   }
   j["cache"] = cache;
   j["state_outputs"] = json::array();
+  for (const StateOutput& s : state_outputs) {
+    j["state_outputs"].push_back({{"output", s.output}, {"binds", s.binds}});
+  }
   j["tokenizer"] = {{"kind", tokenizer_kind}, {"embedded", !tokenizer_kind.empty()}};
   j["chat_template"] = chat_template;
   j["generation_defaults"] = generation_defaults;

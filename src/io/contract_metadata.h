@@ -32,6 +32,13 @@ struct CacheLayer {
   int64_t head_dim = 0;
 };
 
+// A method output that returns an updated state (as HF exports return caches): the runner binds
+// it to the buffer of the input it `binds` (an alias, no copy) after an exact geometry check.
+struct StateOutput {
+  std::string output;  // e.g. "k_cache_out.3"
+  std::string binds;   // e.g. "k_cache.3"
+};
+
 struct ContractMetadata {
   std::string contract = "hf_static";
   int64_t version = 1;
@@ -46,6 +53,7 @@ struct ContractMetadata {
   std::string cache_dtype = "float32";
   std::vector<CacheGroup> groups;
   std::vector<CacheLayer> layers;
+  std::vector<StateOutput> state_outputs;  // optional; empty = caches updated in place only
   std::string tokenizer_kind;  // "sentencepiece" | "" (none embedded)
   std::string chat_template;
   nlohmann::json generation_defaults = nlohmann::json::object();

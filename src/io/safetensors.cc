@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -319,6 +320,16 @@ class F32ConstantSource final : public graph::ConstantSource {
                       " float32 bytes, reader asked for " + std::to_string(nbytes));
     }
     ConvertToF32(t_, numel, dst);
+    // A NaN or Inf weight makes every output it reaches NaN: refuse it at compile time, naming
+    // the tensor and the first bad element, rather than ship an artifact that emits garbage.
+    const float* f = reinterpret_cast<const float*>(dst);
+    for (uint64_t i = 0; i < numel; ++i) {
+      if (!std::isfinite(f[i])) {
+        return InvalidArgument(TensorWhere(t_.file, t_.name) + ": element " + std::to_string(i) +
+                               " is " + (std::isnan(f[i]) ? "NaN" : f[i] > 0 ? "+Inf" : "-Inf") +
+                               ", expected finite weights");
+      }
+    }
     return Status::Ok();
   }
   std::string Describe() const override { return TensorWhere(t_.file, t_.name) + " as float32"; }

@@ -61,7 +61,7 @@ HWY_INLINE void MulAddTo(float p, const float* HWY_RESTRICT v, float* HWY_RESTRI
 int64_t Attention(const float* q, const float* k, const float* v, const float* k_cache,
                   const float* v_cache, const float* mask, float* out, float* scratch, int64_t T,
                   int64_t L, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale,
-                  float softcap) {
+                  float softcap, int64_t h_begin, int64_t h_end) {
   const int64_t cols = L + T;
   const int64_t group = n_heads / n_kv_heads;
   const size_t hd = size_t(head_dim);
@@ -73,7 +73,7 @@ int64_t Attention(const float* q, const float* k, const float* v, const float* k
   for (int64_t t = 0; t < T; ++t) {
     const float* mrow = mask + t * cols;
     const VisibleColumns vis(mrow, scratch, cols);
-    for (int64_t h = 0; h < n_heads; ++h) {
+    for (int64_t h = h_begin; h < h_end; ++h) {
       const int64_t g = h / group;
       const float* qh = q + (t * n_heads + h) * head_dim;
       float* oh = out + (t * n_heads + h) * head_dim;

@@ -25,7 +25,17 @@ void Attention(const float* q, const float* k, const float* v, const float* k_ca
                float softcap) {
   const int64_t scores = HWY_DYNAMIC_DISPATCH(Attention)(q, k, v, k_cache, v_cache, mask, out,
                                                          scratch, T, L, n_heads, n_kv_heads,
-                                                         head_dim, scale, softcap);
+                                                         head_dim, scale, softcap, 0, n_heads);
+  g_attention_scores.fetch_add(scores, std::memory_order_relaxed);
+}
+
+void AttentionHeads(const float* q, const float* k, const float* v, const float* k_cache,
+                    const float* v_cache, const float* mask, float* out, float* scratch, int64_t T,
+                    int64_t L, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale,
+                    float softcap, int64_t h_begin, int64_t h_end) {
+  const int64_t scores = HWY_DYNAMIC_DISPATCH(Attention)(q, k, v, k_cache, v_cache, mask, out,
+                                                         scratch, T, L, n_heads, n_kv_heads,
+                                                         head_dim, scale, softcap, h_begin, h_end);
   g_attention_scores.fetch_add(scores, std::memory_order_relaxed);
 }
 

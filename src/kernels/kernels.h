@@ -63,6 +63,13 @@ void Attention(const float* q, const float* k, const float* v, const float* k_ca
                int64_t L, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale,
                float softcap);
 
+// Heads [h_begin, h_end) of Attention only (same arguments; writes only those heads' columns of
+// out). Lets a caller split attention over threads, each with its own scratch (>= L+T floats).
+void AttentionHeads(const float* q, const float* k, const float* v, const float* k_cache,
+                    const float* v_cache, const float* mask, float* out, float* scratch, int64_t T,
+                    int64_t L, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale,
+                    float softcap, int64_t h_begin, int64_t h_end);
+
 // For t ascending with pos[t] >= 0: k_cache[h, pos[t] % L, :] = k[t, h*hd : (h+1)*hd], same for
 // v. k/v: [T, Hkv*hd]; caches: [Hkv, L, hd]. Rows with pos[t] < 0 are skipped.
 void KvCommit(const float* k, const float* v, const int32_t* pos, float* k_cache, float* v_cache,
@@ -77,6 +84,10 @@ void SwiGlu(const float* gate, const float* up, float* y, int64_t n);
 // y[n] = torch gelu(x, approximate='tanh') = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
 // May run in place.
 void GeluTanh(const float* x, float* y, int64_t n);
+
+// y[n] = gelu_tanh(gate) * up (GeluTanh's formula, then the product; Gemma's GeGLU MLP).
+// May run in place (y == gate or y == up).
+void GeGlu(const float* gate, const float* up, float* y, int64_t n);
 
 // x[n] = cap * tanh(x / cap), in place (Gemma 2 logit soft-capping).
 void SoftCap(float* x, int64_t n, float cap);

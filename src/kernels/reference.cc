@@ -170,6 +170,15 @@ void GeluTanh(const float* x, float* y, int64_t n) {
   }
 }
 
+void GeGlu(const float* gate, const float* up, float* y, int64_t n) {
+  // torch: act_fn(gate) * up with act_fn = gelu(approximate='tanh'), element by element.
+  for (int64_t i = 0; i < n; ++i) {
+    float g;
+    GeluTanh(gate + i, &g, 1);
+    y[i] = g * up[i];
+  }
+}
+
 void SoftCap(float* x, int64_t n, float cap) {
   for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
 }

@@ -26,6 +26,7 @@ void KvCommit(const float* k, const float* v, const int32_t* pos, float* k_cache
 void Add(const float* a, const float* b, float* y, int64_t n);
 void SwiGlu(const float* gate, const float* up, float* y, int64_t n);
 void GeluTanh(const float* x, float* y, int64_t n);
+void GeGlu(const float* gate, const float* up, float* y, int64_t n);
 void SoftCap(float* x, int64_t n, float cap);
 
 }  // namespace slm::kernels::reference

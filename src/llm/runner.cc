@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "llm/sentencepiece_tokenizer.h"
+#include "llm/tokenizer_factory.h"
 #include "llm/utf8_stream.h"
 
 namespace slm::llm {
@@ -13,11 +13,10 @@ Result<std::unique_ptr<Runner>> Runner::Load(const std::string& path, RunnerOpti
   SLM_ASSIGN_OR_RETURN(r->program_, runtime::Program::Load(path));
   SLM_ASSIGN_OR_RETURN(r->session_, Session::Create(r->program_, options.session));
   const io::ArtifactFile& a = r->program_->artifact();
-  if (a.tokenizer_kind() == "sentencepiece") {
-    SLM_ASSIGN_OR_RETURN(auto tok, SentencePieceTokenizer::FromBytes(std::string(a.tokenizer_bytes()), path + " (embedded tokenizer)"));
-    r->tokenizer_ = std::move(tok);
-  } else if (!a.tokenizer_kind().empty()) {
-    return Unsupported(path + ": embedded tokenizer kind '" + a.tokenizer_kind() + "' is not supported");
+  if (!a.tokenizer_kind().empty()) {
+    // Every kind the compiler embeds (tokenizer_factory.h); unknown kinds are kUnsupported.
+    SLM_ASSIGN_OR_RETURN(TokenizerBundle tok, LoadEmbeddedTokenizer(a.tokenizer_kind(), a.tokenizer_bytes(), path + " (embedded tokenizer)"));
+    r->tokenizer_ = std::move(tok.tokenizer);
   }
   r->load_ms_ = watch.elapsed_ms();
   return r;
@@ -41,7 +40,15 @@ Result<GenerateResult> Runner::Generate(std::span<const int32_t> prompt, const G
   }
   Sampler sampler(opt.sampling, static_cast<int32_t>(m.vocab_size));
   SLM_RETURN_IF_ERROR(sampler.Validate());
-  SLM_RETURN_IF_ERROR(session_->CheckCapacity(static_cast<int64_t>(prompt.size())));
+  if (opt.reuse_prefix) {
+    if (session_->poisoned()) return FailedPrecondition("session is poisoned by an earlier error mid-request; call Reset()");
+    if (static_cast<int64_t>(prompt.size()) > m.max_context_len) {
+      return OutOfRange("the prompt has " + std::to_string(prompt.size()) + " tokens, more than the context of " +
+                        std::to_string(m.max_context_len));
+    }
+  } else {
+    SLM_RETURN_IF_ERROR(session_->CheckCapacity(static_cast<int64_t>(prompt.size())));
+  }
 
   std::vector<float> logits(m.vocab_size);
   std::vector<int32_t> history(prompt.begin(), prompt.end());
@@ -59,9 +66,13 @@ Result<GenerateResult> Runner::Generate(std::span<const int32_t> prompt, const G
   res.stats.prompt_tokens = static_cast<int64_t>(prompt.size());
   Stopwatch total;
   FeedReport report;
-  SLM_RETURN_IF_ERROR(session_->Feed(prompt, logits, &report));
+  if (opt.reuse_prefix) {
+    SLM_RETURN_IF_ERROR(session_->FeedWithPrefixReuse(prompt, logits, &report));
+  } else {
+    SLM_RETURN_IF_ERROR(session_->Feed(prompt, logits, &report));
+  }
   res.stats.prefill_ms = total.elapsed_ms();
-  res.stats.prefill_tokens_computed = report.rows_computed;
+  res.stats.prefill_tokens_computed = report.tokens_computed;
 
   Stopwatch decode_watch;
   int32_t prev = prompt.back();

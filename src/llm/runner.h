@@ -30,6 +30,10 @@ struct GenerateOptions {
   std::function<void(std::string_view)> on_text;
   // Keep the full logits row of every step (the prompt's last row, then one per decode).
   bool keep_logits = false;
+  // Prefix reuse (multi-turn chat): `prompt` is the whole sequence from position 0; the part
+  // shared with the session's history keeps its cache rows and only the rest is prefilled
+  // (stats.prefill_tokens_computed counts those). Off: `prompt` continues the session.
+  bool reuse_prefix = false;
 };
 
 struct GenerateResult {
@@ -52,7 +56,10 @@ class Runner {
 
   // Text → ids, adding BOS when the metadata says so.
   Result<std::vector<int32_t>> Encode(std::string_view text) const;
-  // Generates after the session's current state (call session().Reset() for a fresh start).
+  // Generates after the session's current state (call session().Reset() for a fresh start), or,
+  // with options.reuse_prefix, from position 0 reusing the cached prefix shared with `prompt`.
+  // Afterwards the session holds the prompt and every generated token but the last (which was
+  // sampled, not fed): a follow-up turn that starts with them reuses all of it but that token.
   Result<GenerateResult> Generate(std::span<const int32_t> prompt, const GenerateOptions& options);
 
  private:

@@ -101,7 +101,10 @@ void SentencePieceTokenizer::BuildSurfaces() {
     } else {
       s.text = ReplaceSpaceSymbols(piece);
       s.strippable_space = piece.starts_with(kSpaceSymbol);
-      if (s.strippable_space && !probed) {
+      // Probe with "▁x", not "▁▁..." (Llama-2's id 259): stripping one of two spaces would
+      // still leave a leading space and wrongly say the model keeps it.
+      if (s.strippable_space && !probed && piece.size() > kSpaceSymbol.size() &&
+          !piece.substr(kSpaceSymbol.size()).starts_with(kSpaceSymbol)) {
         probed = true;
         drops_leading_space = !processor_->DecodeIds({id}).starts_with(' ');
       }

@@ -7,18 +7,15 @@
 #include "core/mapped_file.h"
 #include "graph/graph.h"
 #include "io/artifact_writer.h"
+#include "graph/state_outputs.h"
 #include "io/contract_metadata.h"
 #include "io/safetensors.h"
+#include "llm/tokenizer_factory.h"
 #include "model/graph_builder.h"
 #include "model/model_spec.h"
 
 namespace slm::model {
 namespace {
-
-bool IsFile(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
 
 io::ContractMetadata MakeMetadata(const ModelSpec& spec, const CacheLayout& cache,
                                   const std::vector<model::MethodOptions>& methods,
@@ -53,14 +50,16 @@ io::ContractMetadata MakeMetadata(const ModelSpec& spec, const CacheLayout& cach
 
 }  // namespace
 
-Result<CompileReport> CompileCheckpoint(const std::string& dir, const std::string& out_path,
-                                        const CompileOptions& options) {
+Result<PreparedCompile> PrepareCompile(const std::string& dir, const CompileOptions& options) {
   SLM_ASSIGN_OR_RETURN(ModelSpec spec, LoadModelSpec(dir));
   SLM_ASSIGN_OR_RETURN(io::SafetensorsCheckpoint ckpt, io::SafetensorsCheckpoint::OpenDir(dir));
 
   int64_t max_ctx = options.max_context_len;
-  if (max_ctx == 0) max_ctx = std::min<int64_t>(spec.max_position_embeddings, 2048);
+  // Default: the model's context, capped at 2048 and at what a static graph reproduces exactly
+  // (longrope: original_max_position_embeddings).
+  if (max_ctx == 0) max_ctx = std::min<int64_t>(LongestStaticContext(spec), 2048);
   if (max_ctx < 1) return InvalidArgument("--max-context must be >= 1, got " + std::to_string(max_ctx));
+  SLM_RETURN_IF_ERROR(CheckContextSupported(spec, max_ctx));
 
   std::vector<int64_t> steps = options.prefill_steps;
   std::sort(steps.begin(), steps.end());
@@ -77,45 +76,90 @@ Result<CompileReport> CompileCheckpoint(const std::string& dir, const std::strin
   }
   methods.push_back({"decode", 1, false});
 
-  WeightLookup lookup = [&](const std::string& name) -> Result<WeightRef> {
+  WeightLookup lookup = [&](const std::string& name, const RowRange& rows) -> Result<WeightRef> {
     const io::TensorInfo* info = ckpt.Find(name);
     if (info == nullptr) {
       return NotFound(dir + ": tensor '" + name + "' is missing from the checkpoint (needed by " +
                       spec.architecture + ")");
     }
-    // Converted to f32 lazily, one tensor at a time, when the writer streams it out.
-    return WeightRef{info->shape, io::MakeF32ConstantSource(*info)};
+    if (rows.count < 0) {
+      // Converted to f32 lazily, one tensor at a time, when the writer streams it out.
+      return WeightRef{info->shape, io::MakeF32ConstantSource(*info)};
+    }
+    // A fused projection's part: rows are contiguous in row-major storage, so the slice is a
+    // sub-range of the mapped bytes.
+    const int64_t dim0 = info->shape.empty() ? 0 : info->shape[0];
+    if (rows.begin < 0 || rows.count < 1 || rows.begin + rows.count > dim0) {
+      return InvalidArgument(dir + ": tensor '" + name + "' has shape " + ShapeToString(info->shape) +
+                             ", expected at least " + std::to_string(rows.begin + rows.count) +
+                             " rows (config.json sizes of the fused projection)");
+    }
+    io::TensorInfo part = *info;
+    const uint64_t row_bytes = info->nbytes / static_cast<uint64_t>(dim0);
+    part.shape[0] = rows.count;
+    part.data = info->data + static_cast<uint64_t>(rows.begin) * row_bytes;
+    part.nbytes = static_cast<uint64_t>(rows.count) * row_bytes;
+    return WeightRef{part.shape, io::MakeF32ConstantSource(std::move(part))};
   };
 
-  CacheLayout cache = MakeCacheLayout(spec, max_ctx);
+  CacheLayout cache = MakeCacheLayout(spec, max_ctx, options.sliding_mode);
   std::vector<graph::Graph> graphs;
   for (const MethodOptions& mo : methods) {
     SLM_ASSIGN_OR_RETURN(graph::Graph g, BuildMethodGraph(spec, cache, lookup, mo));
     graphs.push_back(std::move(g));
   }
 
+  // Whichever tokenizer the checkpoint ships (tokenizer.json, vocab.json + merges.txt,
+  // SentencePiece or tiktoken tokenizer.model), loaded once so an unsupported one fails here.
   std::string tokenizer_kind, tokenizer_bytes;
-  const std::string sp_path = dir + "/tokenizer.model";
-  if (IsFile(sp_path)) {
-    SLM_ASSIGN_OR_RETURN(tokenizer_bytes, ReadFileToString(sp_path));
-    tokenizer_kind = "sentencepiece";
+  SLM_ASSIGN_OR_RETURN(std::optional<llm::EmbeddedTokenizer> packed, llm::PackCheckpointTokenizer(dir));
+  if (packed) {
+    tokenizer_kind = packed->kind;
+    tokenizer_bytes = std::move(packed->bytes);
   }
-  io::ContractMetadata meta = MakeMetadata(spec, cache, methods, max_ctx, tokenizer_kind);
+  PreparedCompile prepared;
+  prepared.metadata = MakeMetadata(spec, cache, methods, max_ctx, tokenizer_kind);
+  // BPE tokenizers decide BOS themselves (GPT-2/Qwen2 add none, Llama 3 adds one); the
+  // SentencePiece rule (tokenizer_config.json add_bos_token, default true) is the spec's.
+  if (packed && packed->kind != "sentencepiece") prepared.metadata.add_bos = packed->adds_bos;
+  if (options.state_outputs) {
+    // Every method returns the same states, so the bindings of the last one describe them all.
+    for (graph::Graph& g : graphs) {
+      SLM_ASSIGN_OR_RETURN(auto bindings, graph::AddStateOutputs(g));
+      prepared.metadata.state_outputs.clear();
+      for (const auto& b : bindings) prepared.metadata.state_outputs.push_back({b.output, b.binds});
+    }
+  }
+  prepared.spec = std::move(spec);
+  prepared.methods = std::move(methods);
+  prepared.graphs = std::move(graphs);
+  prepared.tokenizer_kind = std::move(tokenizer_kind);
+  prepared.tokenizer_bytes = std::move(tokenizer_bytes);
+  prepared.max_context_len = max_ctx;
+  return prepared;
+}
 
+Result<CompileReport> WritePreparedArtifact(PreparedCompile prepared, const std::string& out_path) {
   io::ArtifactContents contents;
-  contents.methods = &graphs;
-  contents.metadata_json = meta.ToJson().dump();
-  contents.tokenizer_kind = tokenizer_kind;
-  contents.tokenizer_bytes = std::move(tokenizer_bytes);
+  contents.methods = &prepared.graphs;
+  contents.metadata_json = prepared.metadata.ToJson().dump();
+  contents.tokenizer_kind = prepared.tokenizer_kind;
+  contents.tokenizer_bytes = std::move(prepared.tokenizer_bytes);
   SLM_RETURN_IF_ERROR(io::WriteArtifact(out_path, std::move(contents)));
 
   CompileReport report;
   report.artifact_path = out_path;
   struct stat st {};
   if (::stat(out_path.c_str(), &st) == 0) report.artifact_bytes = static_cast<uint64_t>(st.st_size);
-  report.max_context_len = max_ctx;
-  for (const MethodOptions& mo : methods) report.methods.push_back(mo.name);
+  report.max_context_len = prepared.max_context_len;
+  for (const MethodOptions& mo : prepared.methods) report.methods.push_back(mo.name);
   return report;
+}
+
+Result<CompileReport> CompileCheckpoint(const std::string& dir, const std::string& out_path,
+                                        const CompileOptions& options) {
+  SLM_ASSIGN_OR_RETURN(PreparedCompile prepared, PrepareCompile(dir, options));
+  return WritePreparedArtifact(std::move(prepared), out_path);
 }
 
 }  // namespace slm::model

@@ -19,7 +19,17 @@ struct WeightRef {
   Shape shape;
   std::shared_ptr<const graph::ConstantSource> source;
 };
-using WeightLookup = std::function<Result<WeightRef>(const std::string& hf_name)>;
+// Rows [begin, begin + count) along dim 0 of a checkpoint tensor: one part of a fused
+// projection (Phi-3's qkv_proj, gate_up_proj), which is contiguous in row-major storage.
+// count < 0 means the whole tensor.
+struct RowRange {
+  int64_t begin = 0;
+  int64_t count = -1;
+};
+// Returns the tensor (or its row range; the WeightRef's shape is then the slice's) or an error
+// naming the tensor (NotFound when missing, InvalidArgument when the range exceeds dim 0).
+using WeightLookup =
+    std::function<Result<WeightRef>(const std::string& hf_name, const RowRange& rows)>;
 
 struct MethodOptions {
   std::string name;          // "prefill" / "decode"
@@ -32,7 +42,22 @@ struct CacheLayout {
   std::vector<io::CacheGroup> groups;
   std::vector<io::CacheLayer> layers;
 };
-CacheLayout MakeCacheLayout(const ModelSpec& spec, int64_t max_context_len);
+
+// How sliding-window layers keep their cache.
+enum class SlidingMode {
+  kRing,        // group "sliding": a ring of cache_len = window slots
+  kFullLength,  // group "sliding": cache_len = max_context_len, window W; the mask alone
+                // enforces the window (lets a session rewind)
+};
+Result<SlidingMode> ParseSlidingMode(const std::string& name);  // "ring" | "full-length"
+const char* SlidingModeName(SlidingMode mode);
+
+// Groups, in this order, only those some layer uses: "full" (cache_len = max_context_len,
+// window 0) and "sliding" (window W = the spec's sliding window; cache_len by `mode`). A layer
+// whose window is >= max_context_len can hide nothing and goes to "full".
+// Precondition: every sliding layer of `spec` has the same window (true of every config).
+CacheLayout MakeCacheLayout(const ModelSpec& spec, int64_t max_context_len,
+                            SlidingMode mode = SlidingMode::kRing);
 
 Result<graph::Graph> BuildMethodGraph(const ModelSpec& spec, const CacheLayout& cache,
                                       const WeightLookup& weights, const MethodOptions& options);

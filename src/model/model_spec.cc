@@ -1,5 +1,6 @@
 #include "model/model_spec.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -15,13 +16,74 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// How a family's config declares its sliding-window layers (see ModelSpec::layer_window).
+enum class SlidingRule {
+  kNone,        // never (Llama, Gemma)
+  kAllLayers,   // sliding_window, when set, applies to every layer (Mistral, Phi-3)
+  kQwen,        // use_sliding_window && sliding_window: layers >= max_window_layers (Qwen2/3)
+  kEvenLayers,  // layers 0, 2, 4, ... (Gemma 2)
+  kPattern,     // layer i iff (i + 1) % sliding_window_pattern != 0 (Gemma 3)
+};
+// Which projections have biases.
+enum class BiasRule {
+  kConfig,   // config.json attention_bias, all four projections (Llama, Qwen3, Gemma)
+  kQkvOnly,  // q/k/v always, o never (Qwen2)
+  kNone,     // never (Mistral, Phi-3)
+};
+
+// Every per-family fact lives in this table (and the defaults of transformers' config class
+// for that family); the graph builder only follows the flags it puts into ModelSpec.
 struct ArchitectureEntry {
   const char* architecture;
   const char* model_type;
+  const char* alt_model_type;   // another model_type of the same class, or ""
+  const char* act_key;          // "hidden_act" or "hidden_activation" (Gemma 2/3)
+  const char* act_default;
+  double eps_default;
+  double theta_default;
+  int64_t head_dim_default;     // 0 = hidden_size / num_attention_heads
+  bool tie_default;
+  BiasRule bias;
+  bool mlp_bias_key;            // reads mlp_bias (Llama)
+  bool fused;                   // qkv_proj and gate_up_proj (Phi-3)
+  bool qk_norm;                 // q_norm / k_norm (Qwen3, Gemma 3)
+  bool gemma_norms;             // (1 + w) norms and √hidden embedding scale
+  bool sandwich_norms;          // four norms per layer (Gemma 2/3)
+  bool query_pre_attn_scalar;   // softmax scale from query_pre_attn_scalar (Gemma 2/3)
+  double attn_softcap_default;  // attn_logit_softcapping (0 = key not read)
+  double final_softcap_default; // final_logit_softcapping (0 = key not read)
+  bool reads_softcaps;          // reads the two soft-capping keys (Gemma 2/3)
+  SlidingRule sliding;
+  int64_t sliding_window_default;  // when the key is absent (0 = none)
+  bool local_rope;              // rope_local_base_freq for sliding layers (Gemma 3)
 };
-// One entry per architecture whose graph the builder knows; appended as families land.
 constexpr ArchitectureEntry kArchitectures[] = {
-    {"LlamaForCausalLM", "llama"},
+    // arch, type, alt, act key, act, eps, theta, head_dim, tie, bias, mlp_bias, fused, qk_norm,
+    // gemma, sandwich, qpas, attn cap, final cap, reads caps, sliding, window, local rope
+    {"LlamaForCausalLM", "llama", "", "hidden_act", "silu", 1e-6, 10000.0, 0, false,
+     BiasRule::kConfig, true, false, false, false, false, false, 0, 0, false, SlidingRule::kNone,
+     0, false},
+    {"MistralForCausalLM", "mistral", "", "hidden_act", "silu", 1e-6, 10000.0, 0, false,
+     BiasRule::kNone, false, false, false, false, false, false, 0, 0, false,
+     SlidingRule::kAllLayers, 4096, false},
+    {"Qwen2ForCausalLM", "qwen2", "", "hidden_act", "silu", 1e-6, 10000.0, 0, false,
+     BiasRule::kQkvOnly, false, false, false, false, false, false, 0, 0, false, SlidingRule::kQwen,
+     4096, false},
+    {"Qwen3ForCausalLM", "qwen3", "", "hidden_act", "silu", 1e-6, 10000.0, 128, false,
+     BiasRule::kConfig, false, false, true, false, false, false, 0, 0, false, SlidingRule::kQwen,
+     4096, false},
+    {"GemmaForCausalLM", "gemma", "", "hidden_act", "gelu_pytorch_tanh", 1e-6, 10000.0, 256, true,
+     BiasRule::kConfig, false, false, false, true, false, false, 0, 0, false, SlidingRule::kNone,
+     0, false},
+    {"Gemma2ForCausalLM", "gemma2", "", "hidden_activation", "gelu_pytorch_tanh", 1e-6, 10000.0,
+     256, true, BiasRule::kConfig, false, false, false, true, true, true, 50.0, 30.0, true,
+     SlidingRule::kEvenLayers, 4096, false},
+    {"Gemma3ForCausalLM", "gemma3_text", "gemma3", "hidden_activation", "gelu_pytorch_tanh", 1e-6,
+     1000000.0, 256, true, BiasRule::kConfig, false, false, true, true, true, true, 0, 0, true,
+     SlidingRule::kPattern, 4096, true},
+    {"Phi3ForCausalLM", "phi3", "", "hidden_act", "silu", 1e-5, 10000.0, 0, false,
+     BiasRule::kNone, false, true, false, false, false, false, 0, 0, false,
+     SlidingRule::kAllLayers, 0, false},
 };
 
 std::string JoinSupported() {
@@ -81,7 +143,9 @@ Result<ArchitectureEntry> ParseArchitecture(const JsonObject& c) {
     }
     SLM_ASSIGN_OR_RETURN(std::string model_type, c.String("model_type"));
     for (const ArchitectureEntry& e : kArchitectures) {
-      if (model_type == e.model_type) return e;
+      if (model_type == e.model_type || (*e.alt_model_type && model_type == e.alt_model_type)) {
+        return e;
+      }
     }
     name = "model_type " + model_type;
   }
@@ -89,7 +153,7 @@ Result<ArchitectureEntry> ParseArchitecture(const JsonObject& c) {
                      "' is not supported; supported: " + JoinSupported());
 }
 
-Status ParseDims(const JsonObject& c, ModelSpec* s) {
+Status ParseDims(const JsonObject& c, const ArchitectureEntry& arch, ModelSpec* s) {
   SLM_ASSIGN_OR_RETURN(s->hidden_size, Dim(c, "hidden_size"));
   SLM_ASSIGN_OR_RETURN(s->intermediate_size, Dim(c, "intermediate_size"));
   SLM_ASSIGN_OR_RETURN(s->num_layers, Dim(c, "num_hidden_layers"));
@@ -104,6 +168,8 @@ Status ParseDims(const JsonObject& c, ModelSpec* s) {
   }
   if (c.Has("head_dim")) {
     SLM_ASSIGN_OR_RETURN(s->head_dim, Dim(c, "head_dim"));
+  } else if (arch.head_dim_default > 0) {
+    s->head_dim = arch.head_dim_default;
   } else if (s->hidden_size % s->num_heads != 0) {
     return InvalidArgument(c.source() + ": hidden_size " + std::to_string(s->hidden_size) +
                            " is not a multiple of num_attention_heads " +
@@ -114,15 +180,116 @@ Status ParseDims(const JsonObject& c, ModelSpec* s) {
   return Status::Ok();
 }
 
-Status ParseLayerOptions(const JsonObject& c, ModelSpec* s) {
-  SLM_ASSIGN_OR_RETURN(s->rms_norm_eps, PositiveNumberOr(c, "rms_norm_eps", 1e-6));
-  SLM_ASSIGN_OR_RETURN(s->tie_word_embeddings, c.BoolOr("tie_word_embeddings", false));
+Result<double> NonNegativeNumberOr(const JsonObject& c, std::string_view key, double fallback) {
+  SLM_ASSIGN_OR_RETURN(double v, c.NumberOr(key, fallback));
+  if (!(v >= 0) || !std::isfinite(v)) {
+    return InvalidArgument(c.Where(key) + " is " + io::DescribeJson(*c.Get(key)) +
+                           ", expected a non-negative number");
+  }
+  return v;
+}
+
+Status ParseLayerOptions(const JsonObject& c, const ArchitectureEntry& arch, ModelSpec* s) {
+  SLM_ASSIGN_OR_RETURN(s->rms_norm_eps, PositiveNumberOr(c, "rms_norm_eps", arch.eps_default));
+  SLM_ASSIGN_OR_RETURN(s->tie_word_embeddings, c.BoolOr("tie_word_embeddings", arch.tie_default));
   SLM_ASSIGN_OR_RETURN(s->attention_bias, c.BoolOr("attention_bias", false));
-  SLM_ASSIGN_OR_RETURN(s->mlp_bias, c.BoolOr("mlp_bias", false));
-  SLM_ASSIGN_OR_RETURN(s->hidden_act, c.StringOr("hidden_act", "silu"));
-  if (s->hidden_act != "silu") {
-    return Unsupported(c.Where("hidden_act") + " is '" + s->hidden_act + "', not supported for " +
-                       s->architecture + "; supported: silu");
+  if (arch.mlp_bias_key) {
+    SLM_ASSIGN_OR_RETURN(s->mlp_bias, c.BoolOr("mlp_bias", false));
+  }
+  switch (arch.bias) {
+    case BiasRule::kConfig: s->qkv_bias = s->o_bias = s->attention_bias; break;
+    case BiasRule::kQkvOnly: s->qkv_bias = true; s->o_bias = false; break;
+    case BiasRule::kNone: s->qkv_bias = s->o_bias = false; break;
+  }
+  // Phi-4-mini's lm_head_bias, when true, would add a bias the graph does not have.
+  SLM_ASSIGN_OR_RETURN(bool lm_head_bias, c.BoolOr("lm_head_bias", false));
+  if (lm_head_bias) {
+    return Unsupported(c.Where("lm_head_bias") + " is true, not supported (no lm_head bias)");
+  }
+  SLM_ASSIGN_OR_RETURN(s->hidden_act, c.StringOr(arch.act_key, arch.act_default));
+  const std::string supported = arch.act_default;
+  if (s->hidden_act != supported) {
+    return Unsupported(c.Where(arch.act_key) + " is '" + s->hidden_act + "', not supported for " +
+                       s->architecture + "; supported: " + supported);
+  }
+  s->fused_qkv = s->fused_gate_up = arch.fused;
+  s->qk_norm = arch.qk_norm;
+  s->norm_add_one = s->scale_embeddings = arch.gemma_norms;
+  s->sandwich_norms = arch.sandwich_norms;
+  double scalar = static_cast<double>(s->head_dim);
+  if (arch.query_pre_attn_scalar) {
+    SLM_ASSIGN_OR_RETURN(scalar, PositiveNumberOr(c, "query_pre_attn_scalar", 256.0));
+  }
+  s->attn_scale = std::pow(scalar, -0.5);  // Python's `x ** -0.5`
+  if (arch.reads_softcaps) {
+    SLM_ASSIGN_OR_RETURN(s->attn_softcap,
+                         NonNegativeNumberOr(c, "attn_logit_softcapping", arch.attn_softcap_default));
+    SLM_ASSIGN_OR_RETURN(s->final_softcap, NonNegativeNumberOr(c, "final_logit_softcapping",
+                                                               arch.final_softcap_default));
+  }
+  return Status::Ok();
+}
+
+// An explicit "layer_types": ["sliding_attention" | "full_attention", ...] (newer
+// transformers write it for every family with sliding layers).
+Status ParseLayerTypes(const JsonObject& c, int64_t window, ModelSpec* s) {
+  const json& list = *c.Get("layer_types");
+  if (!list.is_array() || static_cast<int64_t>(list.size()) != s->num_layers) {
+    return InvalidArgument(c.Where("layer_types") + " is " + io::DescribeJson(list) +
+                           ", expected a list of " + std::to_string(s->num_layers) +
+                           " layer types (num_hidden_layers)");
+  }
+  for (int64_t i = 0; i < s->num_layers; ++i) {
+    const std::string where = c.Where("layer_types") + " element " + std::to_string(i);
+    SLM_ASSIGN_OR_RETURN(std::string type,
+                         io::JsonToString(list[i], where, ErrorCode::kInvalidArgument));
+    if (type == "sliding_attention") {
+      if (window == 0) {
+        return InvalidArgument(where + " is 'sliding_attention' but sliding_window is not set");
+      }
+      s->layer_window[i] = window;
+    } else if (type != "full_attention") {
+      return Unsupported(where + " is '" + type +
+                         "', not supported; supported: sliding_attention, full_attention");
+    }
+  }
+  return Status::Ok();
+}
+
+// ModelSpec::layer_window from the family's rule (see SlidingRule).
+Status ParseSliding(const JsonObject& c, const ArchitectureEntry& arch, ModelSpec* s) {
+  s->layer_window.assign(static_cast<size_t>(s->num_layers), 0);
+  if (arch.sliding == SlidingRule::kNone) return Status::Ok();
+  int64_t window = arch.sliding_window_default;
+  if (c.value().contains("sliding_window")) {
+    window = 0;  // explicit null: no window
+    if (c.Has("sliding_window")) {
+      SLM_ASSIGN_OR_RETURN(window, Dim(c, "sliding_window"));
+    }
+  }
+  if (arch.sliding == SlidingRule::kQwen) {
+    // Qwen2Config: sliding_window is ignored unless use_sliding_window.
+    SLM_ASSIGN_OR_RETURN(bool use, c.BoolOr("use_sliding_window", false));
+    if (!use) window = 0;
+  }
+  if (c.Has("layer_types")) return ParseLayerTypes(c, window, s);
+  if (window == 0) return Status::Ok();
+  int64_t first = 0, pattern = 0;
+  if (arch.sliding == SlidingRule::kQwen) {
+    SLM_ASSIGN_OR_RETURN(first, c.IntOr("max_window_layers", 28));
+  } else if (arch.sliding == SlidingRule::kPattern) {
+    SLM_ASSIGN_OR_RETURN(pattern, DimOr(c, "sliding_window_pattern", 6));
+  }
+  for (int64_t i = 0; i < s->num_layers; ++i) {
+    bool sliding = true;
+    switch (arch.sliding) {
+      case SlidingRule::kNone: sliding = false; break;
+      case SlidingRule::kAllLayers: break;
+      case SlidingRule::kQwen: sliding = i >= first; break;
+      case SlidingRule::kEvenLayers: sliding = i % 2 == 0; break;
+      case SlidingRule::kPattern: sliding = (i + 1) % pattern != 0; break;
+    }
+    if (sliding) s->layer_window[i] = window;
   }
   return Status::Ok();
 }
@@ -150,9 +317,32 @@ Status ParseRopeScaling(const JsonObject& r, RopeSpec* rope) {
     SLM_ASSIGN_OR_RETURN(rope->high_freq_factor, r.Number("high_freq_factor"));
     SLM_ASSIGN_OR_RETURN(rope->original_max_position_embeddings,
                          r.Int("original_max_position_embeddings"));
+  } else if (type == "longrope") {
+    rope->scaling = RopeScalingType::kLongRope;
+    for (const char* key : {"short_factor", "long_factor"}) {
+      const json* list = r.Get(key);
+      if (list == nullptr || !list->is_array()) {
+        return InvalidArgument(r.Where(key) + (list ? " is " + io::DescribeJson(*list) : " is missing") +
+                               ", expected a list of numbers");
+      }
+      std::vector<double>& dst = std::string(key) == "short_factor" ? rope->short_factor : rope->long_factor;
+      for (size_t i = 0; i < list->size(); ++i) {
+        SLM_ASSIGN_OR_RETURN(double v, io::JsonToDouble((*list)[i], r.Where(key) + " element " + std::to_string(i),
+                                                        ErrorCode::kInvalidArgument));
+        dst.push_back(v);
+      }
+    }
+    // attention_factor: from rope_scaling, else derived in ParseRope (needs the context sizes).
+    rope->attention_factor = 0;
+    if (r.Has("attention_factor")) {
+      SLM_ASSIGN_OR_RETURN(rope->attention_factor, r.Number("attention_factor"));
+    }
+    if (r.Has("factor")) {
+      SLM_ASSIGN_OR_RETURN(rope->factor, r.Number("factor"));
+    }
   } else {
     return Unsupported(r.Where("rope_type") + " is '" + type +
-                       "', not supported; supported: default, linear, llama3");
+                       "', not supported; supported: default, linear, llama3, longrope");
   }
   if (r.Has("rope_theta")) {
     SLM_ASSIGN_OR_RETURN(rope->theta, r.Number("rope_theta"));
@@ -160,10 +350,30 @@ Status ParseRopeScaling(const JsonObject& r, RopeSpec* rope) {
   return Status::Ok();
 }
 
+// _compute_longrope_parameters: with original_max_position_embeddings at the top level
+// (Phi-3), the factor is max_position_embeddings / original; the attention factor, unless
+// given, is sqrt(1 + ln(factor) / ln(original)) (1 when factor <= 1).
+Status FinishLongRope(const JsonObject& c, int64_t max_position_embeddings, RopeSpec* rope) {
+  int64_t original = max_position_embeddings;
+  double factor = rope->factor;
+  if (c.Has("original_max_position_embeddings")) {
+    SLM_ASSIGN_OR_RETURN(original, Dim(c, "original_max_position_embeddings"));
+    factor = static_cast<double>(max_position_embeddings) / static_cast<double>(original);
+  }
+  rope->original_max_position_embeddings = original;
+  if (rope->attention_factor == 0) {
+    rope->attention_factor =
+        factor <= 1.0 ? 1.0
+                      : std::sqrt(1 + std::log(factor) / std::log(static_cast<double>(original)));
+  }
+  return Status::Ok();
+}
+
 // _compute_*_rope_parameters read rope_theta, partial_rotary_factor and rope_scaling.
-Result<RopeSpec> ParseRope(const JsonObject& c, int64_t head_dim) {
+Result<RopeSpec> ParseRope(const JsonObject& c, int64_t head_dim, double theta_default,
+                           int64_t max_position_embeddings) {
   RopeSpec rope;
-  SLM_ASSIGN_OR_RETURN(rope.theta, c.NumberOr("rope_theta", 10000.0));
+  SLM_ASSIGN_OR_RETURN(rope.theta, c.NumberOr("rope_theta", theta_default));
   SLM_ASSIGN_OR_RETURN(double partial, c.NumberOr("partial_rotary_factor", 1.0));
   if (!(partial > 0 && partial <= 1)) {
     return InvalidArgument(c.Where("partial_rotary_factor") + " is " +
@@ -177,6 +387,9 @@ Result<RopeSpec> ParseRope(const JsonObject& c, int64_t head_dim) {
   if (scaling_key != nullptr) {
     SLM_ASSIGN_OR_RETURN(JsonObject scaling, c.Object(scaling_key));
     SLM_RETURN_IF_ERROR(ParseRopeScaling(scaling, &rope));
+    if (rope.scaling == RopeScalingType::kLongRope) {
+      SLM_RETURN_IF_ERROR(FinishLongRope(c, max_position_embeddings, &rope));
+    }
   }
   Status valid = ValidateRopeSpec(rope);
   if (!valid.ok()) return Status(valid.code(), c.source() + ": " + valid.message());
@@ -272,11 +485,44 @@ Result<ModelSpec> ParseModelSpec(const json& config, const std::string& source_n
   SLM_ASSIGN_OR_RETURN(ArchitectureEntry arch, ParseArchitecture(c));
   s.architecture = arch.architecture;
   SLM_ASSIGN_OR_RETURN(s.model_type, c.StringOr("model_type", arch.model_type));
-  SLM_RETURN_IF_ERROR(ParseDims(c, &s));
-  SLM_RETURN_IF_ERROR(ParseLayerOptions(c, &s));
-  SLM_ASSIGN_OR_RETURN(s.rope, ParseRope(c, s.head_dim));
+  SLM_RETURN_IF_ERROR(ParseDims(c, arch, &s));
+  SLM_RETURN_IF_ERROR(ParseLayerOptions(c, arch, &s));
+  SLM_ASSIGN_OR_RETURN(s.rope, ParseRope(c, s.head_dim, arch.theta_default, s.max_position_embeddings));
+  SLM_RETURN_IF_ERROR(ParseSliding(c, arch, &s));
+  if (arch.local_rope) {
+    // Gemma 3's local layers: default rope (no scaling) at rope_local_base_freq.
+    RopeSpec local = s.rope;
+    local.scaling = RopeScalingType::kNone;
+    SLM_ASSIGN_OR_RETURN(local.theta, PositiveNumberOr(c, "rope_local_base_freq", 10000.0));
+    s.local_rope = local;
+  }
   SLM_RETURN_IF_ERROR(ParseSpecialIds(c, &s));
   return s;
+}
+
+Status CheckContextSupported(const ModelSpec& spec, int64_t max_context_len) {
+  for (const RopeSpec* r : {&spec.rope, spec.local_rope ? &*spec.local_rope : nullptr}) {
+    if (r != nullptr && r->scaling == RopeScalingType::kLongRope &&
+        max_context_len > r->original_max_position_embeddings) {
+      return Unsupported(spec.architecture + ": longrope switches to long_factor for sequences "
+                         "longer than original_max_position_embeddings " +
+                         std::to_string(r->original_max_position_embeddings) +
+                         ", which a static graph cannot reproduce; max context " +
+                         std::to_string(max_context_len) + " is too long (use --max-context <= " +
+                         std::to_string(r->original_max_position_embeddings) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+int64_t LongestStaticContext(const ModelSpec& spec) {
+  int64_t n = spec.max_position_embeddings;
+  for (const RopeSpec* r : {&spec.rope, spec.local_rope ? &*spec.local_rope : nullptr}) {
+    if (r != nullptr && r->scaling == RopeScalingType::kLongRope) {
+      n = std::min(n, r->original_max_position_embeddings);
+    }
+  }
+  return n;
 }
 
 Status ApplyGenerationConfig(const json& generation_config, const std::string& source_name,
@@ -334,6 +580,9 @@ Result<ModelSpec> LoadModelSpec(const std::string& checkpoint_dir) {
   const fs::path dir(checkpoint_dir);
   const std::string config_path = (dir / "config.json").string();
   if (!IsFile(config_path)) {
+    if (fs::is_directory(config_path, ec)) {
+      return InvalidArgument(config_path + ": is a directory, expected a file");
+    }
     return NotFound(config_path + ": no such file (a Hugging Face checkpoint needs config.json)");
   }
   SLM_ASSIGN_OR_RETURN(json config, io::ReadJsonFile(config_path));

@@ -33,10 +33,39 @@ struct ModelSpec {
   int64_t max_position_embeddings = 0;
   double rms_norm_eps = 1e-6;
   bool tie_word_embeddings = false;  // lm_head shares the embedding matrix
-  bool attention_bias = false;       // q/k/v/o projections have biases
+  bool attention_bias = false;       // config.json attention_bias (see qkv_bias / o_bias)
   bool mlp_bias = false;             // gate/up/down projections have biases
+  // MLP activation: "silu" (SwiGLU MLP) or "gelu_pytorch_tanh" (GeGLU MLP, Gemma family).
   std::string hidden_act = "silu";
-  RopeSpec rope;  // validated: ComputeRopeTables(rope) is non-empty
+  RopeSpec rope;  // global layers; validated: ComputeRopeTables(rope) is non-empty
+
+  // ---- Family structure. Set from the family table in model_spec.cc and the config; the
+  // graph builder follows these flags and never tests the architecture name. ----
+  bool qkv_bias = false;          // q/k/v projections have biases (Qwen2: always)
+  bool o_bias = false;            // o_proj has a bias
+  bool fused_qkv = false;         // self_attn.qkv_proj holds the rows [q; k; v] (Phi-3)
+  bool fused_gate_up = false;     // mlp.gate_up_proj holds the rows [gate; up] (Phi-3)
+  bool qk_norm = false;           // self_attn.q_norm / k_norm: RMSNorm over head_dim, per head,
+                                  // before rope (Qwen3, Gemma 3)
+  bool norm_add_one = false;      // every RMSNorm gain is (1 + w) (Gemma family)
+  bool scale_embeddings = false;  // embeddings × float32(√hidden_size) (Gemma family)
+  // Gemma 2/3: attention output and MLP output are normalized too (post_attention_layernorm,
+  // post_feedforward_layernorm) and the MLP input norm is pre_feedforward_layernorm.
+  bool sandwich_norms = false;
+  double attn_scale = 0;          // softmax scale: head_dim^-0.5, or query_pre_attn_scalar^-0.5
+  double attn_softcap = 0;        // attention logit soft-capping (0 = none; Gemma 2)
+  double final_softcap = 0;       // final logit soft-capping (0 = none; Gemma 2)
+  // Per layer: the sliding window W (the key at q is visible to the query at p iff
+  // p - W < q <= p), or 0 for full attention. Detected from the config alone: Mistral/Phi-3
+  // sliding_window (every layer), Qwen2 use_sliding_window + max_window_layers, Gemma 2 even
+  // layers, Gemma 3 sliding_window_pattern, or an explicit layer_types list.
+  std::vector<int64_t> layer_window;
+  // Rope of the sliding layers when it differs from `rope` (Gemma 3: rope_local_base_freq, no
+  // scaling). Empty: every layer uses `rope`.
+  std::optional<RopeSpec> local_rope;
+  const RopeSpec& LayerRope(int64_t layer) const {
+    return local_rope && layer_window[layer] > 0 ? *local_rope : rope;
+  }
 
   // Special ids (each in [0, vocab_size)). generation_config.json overrides config.json for
   // every key it sets. eos_ids may be empty (no stop token).
@@ -54,12 +83,24 @@ struct ModelSpec {
   std::string EmbedName() const;      // "model.embed_tokens.weight"
   std::string LmHeadName() const;     // "lm_head.weight", or EmbedName() when tied
   std::string FinalNormName() const;  // "model.norm.weight"
+  // Per-layer norm suffixes (for LayerWeight): the attention input norm, the MLP input norm,
+  // and with sandwich_norms the attention-output and MLP-output norms ("" when absent).
+  std::string AttnNormSuffix() const { return "input_layernorm.weight"; }
+  std::string MlpNormSuffix() const {
+    return sandwich_norms ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight";
+  }
+  std::string AttnOutNormSuffix() const {
+    return sandwich_norms ? "post_attention_layernorm.weight" : "";
+  }
+  std::string MlpOutNormSuffix() const {
+    return sandwich_norms ? "post_feedforward_layernorm.weight" : "";
+  }
   std::string LayerPrefix(int64_t layer) const;  // "model.layers.<layer>"
   // LayerWeight(3, "self_attn.q_proj.weight") == "model.layers.3.self_attn.q_proj.weight".
   std::string LayerWeight(int64_t layer, std::string_view suffix) const;
 };
 
-// Architectures ParseModelSpec accepts ("LlamaForCausalLM").
+// Architectures ParseModelSpec accepts ("LlamaForCausalLM", "MistralForCausalLM", ...).
 std::vector<std::string> SupportedArchitectures();
 
 // Reads the architecture facts from a parsed config.json; `source_name` (the file's path)
@@ -78,6 +119,14 @@ Status ApplyGenerationConfig(const nlohmann::json& generation_config,
 // Reads add_bos_token and chat_template from a parsed tokenizer_config.json.
 Status ApplyTokenizerConfig(const nlohmann::json& tokenizer_config,
                             const std::string& source_name, ModelSpec* spec);
+
+// Checks that the spec can be compiled for a context of `max_context_len` tokens: longrope
+// switches to its long factors once a sequence passes original_max_position_embeddings, which a
+// static graph cannot reproduce, so a longer context is Unsupported (naming both numbers).
+Status CheckContextSupported(const ModelSpec& spec, int64_t max_context_len);
+// The longest context CheckContextSupported accepts: original_max_position_embeddings with
+// longrope, else max_position_embeddings.
+int64_t LongestStaticContext(const ModelSpec& spec);
 
 // Reads <dir>/config.json, then generation_config.json, tokenizer_config.json and
 // chat_template.jinja when present. NotFound naming the path when the directory or

@@ -58,6 +58,20 @@ void ApplyLlama3(const RopeSpec& rope, std::vector<float>& inv_freq) {
   }
 }
 
+// _compute_longrope_parameters (short factors):
+//   1.0 / (ext_factors * base ** (torch.arange(0, dim, 2).float() / dim)), all float32.
+std::vector<float> LongRopeInvFreq(const RopeSpec& rope) {
+  const float base = static_cast<float>(rope.theta);
+  const float fdim = static_cast<float>(rope.rotary_dim);
+  std::vector<float> inv_freq(static_cast<size_t>(rope.rotary_dim / 2));
+  for (size_t i = 0; i < inv_freq.size(); ++i) {
+    const float exponent = static_cast<float>(2 * i) / fdim;
+    const float ext = static_cast<float>(rope.short_factor[i]);
+    inv_freq[i] = 1.0f / (ext * PowF32(base, exponent));
+  }
+  return inv_freq;
+}
+
 std::string Num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", v);
@@ -75,6 +89,7 @@ const char* RopeScalingTypeName(RopeScalingType t) {
     case RopeScalingType::kNone: return "default";
     case RopeScalingType::kLinear: return "linear";
     case RopeScalingType::kLlama3: return "llama3";
+    case RopeScalingType::kLongRope: return "longrope";
   }
   return "unknown";
 }
@@ -87,6 +102,27 @@ Status ValidateRopeSpec(const RopeSpec& rope) {
     return RopeError("rotary_dim", std::to_string(rope.rotary_dim), "a positive even number");
   }
   if (rope.scaling == RopeScalingType::kNone) return Status::Ok();
+  if (rope.scaling == RopeScalingType::kLongRope) {
+    const size_t half = static_cast<size_t>(rope.rotary_dim / 2);
+    for (const auto* f : {&rope.short_factor, &rope.long_factor}) {
+      const char* name = f == &rope.short_factor ? "short_factor" : "long_factor";
+      if (f->size() != half) {
+        return RopeError(std::string(name) + " length", std::to_string(f->size()),
+                         ("rotary_dim/2 = " + std::to_string(half)).c_str());
+      }
+      for (double x : *f) {
+        if (!(x > 0) || !std::isfinite(x)) return RopeError(name, Num(x), "positive numbers");
+      }
+    }
+    if (!(rope.attention_factor > 0) || !std::isfinite(rope.attention_factor)) {
+      return RopeError("attention_factor", Num(rope.attention_factor), "a positive number");
+    }
+    if (rope.original_max_position_embeddings <= 0) {
+      return RopeError("original_max_position_embeddings",
+                       std::to_string(rope.original_max_position_embeddings), "a positive integer");
+    }
+    return Status::Ok();
+  }
   if (!(rope.factor > 0) || !std::isfinite(rope.factor)) {
     return RopeError("factor", Num(rope.factor), "a positive number");
   }
@@ -113,6 +149,10 @@ RopeTables ComputeRopeTables(const RopeSpec& rope) {
     case RopeScalingType::kNone: break;
     case RopeScalingType::kLinear: ApplyLinear(rope, tables.inv_freq); break;
     case RopeScalingType::kLlama3: ApplyLlama3(rope, tables.inv_freq); break;
+    case RopeScalingType::kLongRope:
+      tables.inv_freq = LongRopeInvFreq(rope);
+      tables.attention_scaling = static_cast<float>(rope.attention_factor);
+      break;
   }
   return tables;
 }

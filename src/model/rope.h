@@ -10,9 +10,10 @@
 namespace slm::model {
 
 // config.json "rope_scaling" {"rope_type" (legacy "type"): ...}. Values are not serialized;
-// more types (dynamic, yarn, longrope) are appended when their families land.
-enum class RopeScalingType { kNone, kLinear, kLlama3 };
-const char* RopeScalingTypeName(RopeScalingType t);  // "default", "linear", "llama3"
+// more types (dynamic, yarn) are appended when their families land.
+enum class RopeScalingType { kNone, kLinear, kLlama3, kLongRope };
+// "default", "linear", "llama3", "longrope"
+const char* RopeScalingTypeName(RopeScalingType t);
 
 struct RopeSpec {
   double theta = 10000.0;  // rope_theta
@@ -22,19 +23,26 @@ struct RopeSpec {
   double factor = 1.0;            // linear, llama3: frequencies divided by it
   double low_freq_factor = 1.0;   // llama3
   double high_freq_factor = 4.0;  // llama3
-  int64_t original_max_position_embeddings = 0;  // llama3: the pre-training context
+  // llama3, longrope: the pre-training context (longrope: config.json's top-level key).
+  int64_t original_max_position_embeddings = 0;
+  // longrope (Phi-3, Phi-4-mini): per-pair frequency divisors, rotary_dim/2 each. The short
+  // factors apply while a sequence fits original_max_position_embeddings, the long ones after.
+  std::vector<double> short_factor, long_factor;
+  // longrope: multiplies cos and sin; rope_scaling.attention_factor, or derived from
+  // max_position_embeddings / original_max_position_embeddings as transformers does.
+  double attention_factor = 1.0;
 };
 
 // InvalidArgument naming the field when `rope` cannot give a table: theta, factor or
 // rotary_dim not positive, rotary_dim odd, llama3 with high_freq_factor <= low_freq_factor or
-// no original context.
+// no original context, longrope factors not rotary_dim/2 positive numbers.
 Status ValidateRopeSpec(const RopeSpec& rope);
 
 struct RopeTables {
   // [rotary_dim / 2]: angle of pair i at position p is p * inv_freq[i] (HF rotate_half
   // pairs (i, i + rotary_dim/2)).
   std::vector<float> inv_freq;
-  // Multiplies cos and sin; 1 for the scaling types supported so far.
+  // Multiplies cos and sin; 1 except for longrope (attention_factor).
   float attention_scaling = 1.0f;
 };
 
@@ -43,6 +51,9 @@ struct RopeTables {
 //   linear:  default / factor
 //   llama3:  default, then wavelength bands: kept where wavelen < orig/high_freq_factor,
 //            divided by factor where wavelen > orig/low_freq_factor, interpolated between.
+//   longrope: 1 / (short_factor[i] * base^(float(2i) / dim)) — the table transformers uses
+//            while the sequence fits original_max_position_embeddings (CheckContextSupported
+//            refuses longer contexts).
 // float32 pow is taken correctly rounded (pow in double, rounded once), as an exact float32 pow
 // gives; torch's vectorized powf is within 1 ulp of it. Precondition: ValidateRopeSpec(rope)
 // is OK (ParseModelSpec guarantees it); otherwise the table is empty.

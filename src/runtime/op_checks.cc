@@ -1,5 +1,7 @@
 #include "runtime/op_checks.h"
 
+#include <cmath>
+
 namespace slm::runtime {
 namespace {
 
@@ -67,8 +69,55 @@ int IntInputIndex(OpKind kind) {
   }
 }
 
+// kMatMulQ / kEmbeddingQ: quantized weight (int8 [N,K] or packed int4 uint8 [N,K/2]) plus
+// f32 scales (and offsets); layouts in kernels/quant_kernels.h.
+Status CheckQuantOp(const OpChecker& c, const Op& op) {
+  using slm::DType;
+  const bool matmul = op.kind == OpKind::kMatMulQ;
+  SLM_RETURN_IF_ERROR(c.Arity(3, 5, 1, matmul ? 4 : 3, matmul ? 0 : 1));
+  const int64_t bits = op.ints[0], group = op.ints[1], has_off = op.ints[2];
+  if (has_off != 0 && has_off != 1) return c.Fail("has_offsets must be 0 or 1");
+  if (matmul && op.ints[3] != 0 && op.ints[3] != 1) return c.Fail("dynamic must be 0 or 1");
+  const size_t first_extra = 3 + size_t(has_off);
+  if (op.inputs.size() < first_extra || op.inputs.size() > first_extra + (matmul ? 1 : 0)) {
+    return c.Fail("has " + std::to_string(op.inputs.size()) + " inputs, expected " + std::to_string(first_extra) +
+                  (matmul ? " or " + std::to_string(first_extra + 1) + " (with bias)" : ""));
+  }
+  SLM_RETURN_IF_ERROR(c.DType(c.In(0), matmul ? DType::kF32 : DType::kI32));
+  SLM_RETURN_IF_ERROR(c.DType(c.Out(0), DType::kF32));
+  for (size_t i = 2; i < op.inputs.size(); ++i) SLM_RETURN_IF_ERROR(c.DType(c.In(i), DType::kF32));
+  const graph::Value& w = c.In(1);
+  if (w.shape.size() != 2) return c.Fail("weight '" + w.name + "' must be 2-D");
+  const int64_t n = w.shape[0];
+  int64_t k = 0;
+  if (bits == 8) {
+    SLM_RETURN_IF_ERROR(c.DType(w, DType::kI8));
+    if (group != 0 || has_off) return c.Fail("int8 weights are per output channel: group must be 0, no offsets");
+    k = w.shape[1];
+    SLM_RETURN_IF_ERROR(c.Positive({n, k}));
+    SLM_RETURN_IF_ERROR(c.Numel(c.In(2), n));
+  } else if (bits == 4) {
+    SLM_RETURN_IF_ERROR(c.DType(w, DType::kU8));
+    k = w.shape[1] * 2;
+    SLM_RETURN_IF_ERROR(c.Positive({n, k}));
+    if (group <= 0 || group % 32 != 0 || k % group != 0) {
+      return c.Fail("int4 group " + std::to_string(group) + " must be a positive multiple of 32 dividing K " + std::to_string(k));
+    }
+    SLM_RETURN_IF_ERROR(c.Numel(c.In(2), n * (k / group)));
+    if (has_off) SLM_RETURN_IF_ERROR(c.Numel(c.In(3), n * (k / group)));
+  } else {
+    return c.Fail("bits must be 8 or 4, found " + std::to_string(bits));
+  }
+  if (!matmul) return c.Numel(c.Out(0), c.Numel(c.In(0)) * k);
+  if (c.Last(c.In(0)) != k) return c.Fail("x's last dim " + std::to_string(c.Last(c.In(0))) + " != K " + std::to_string(k));
+  if (op.inputs.size() == first_extra + 1) SLM_RETURN_IF_ERROR(c.Numel(c.In(first_extra), n));
+  if (c.Last(c.Out(0)) != n) return c.Fail("output's last dim != N");
+  return c.Numel(c.Out(0), c.Numel(c.In(0)) / k * n);
+}
+
 Status CheckOp(const Graph& g, const Op& op, size_t index) {
   OpChecker c(g, op, index);
+  if (op.kind == OpKind::kMatMulQ || op.kind == OpKind::kEmbeddingQ) return CheckQuantOp(c, op);
   using slm::DType;
   const int int_input = IntInputIndex(op.kind);
   for (size_t i = 0; i < op.inputs.size(); ++i) {
@@ -88,7 +137,8 @@ Status CheckOp(const Graph& g, const Op& op, size_t index) {
       SLM_RETURN_IF_ERROR(c.Arity(2, 2, 1, 1, 1));
       for (const auto* v : {&c.In(0), &c.In(1), &c.Out(0)}) SLM_RETURN_IF_ERROR(c.DType(*v, DType::kF32));
       const int64_t d = c.Numel(c.In(1));
-      if (d <= 0 || c.Last(c.In(0)) != d) return c.Fail("weight size does not match the last dim of x");
+      // Per-head norms pass x as [T, H*d]: every d-long chunk of a row is normalized.
+      if (d <= 0 || c.Last(c.In(0)) % d != 0) return c.Fail("weight size does not divide the last dim of x");
       return c.Numel(c.Out(0), c.Numel(c.In(0)));
     }
     case OpKind::kMatMul: {
@@ -143,11 +193,25 @@ Status CheckOp(const Graph& g, const Op& op, size_t index) {
       return c.Numel(c.In(1), t * kc.shape[1] * kc.shape[3]);
     }
     case OpKind::kAdd:
-    case OpKind::kSwiGlu: {
+    case OpKind::kSwiGlu:
+    case OpKind::kGeGlu: {
       SLM_RETURN_IF_ERROR(c.Arity(2, 2, 1, 0, 0));
       const int64_t n = c.Numel(c.In(0));
       SLM_RETURN_IF_ERROR(c.Numel(c.In(1), n));
       return c.Numel(c.Out(0), n);
+    }
+    case OpKind::kSoftCap: {
+      SLM_RETURN_IF_ERROR(c.Arity(1, 1, 1, 0, 1));
+      if (!(op.floats[0] > 0) || !std::isfinite(op.floats[0])) return c.Fail("cap must be a positive number");
+      return c.Numel(c.Out(0), c.Numel(c.In(0)));
+    }
+    case OpKind::kMatMulQ:
+    case OpKind::kEmbeddingQ:
+      return CheckQuantOp(c, op);
+    case OpKind::kCopy: {
+      SLM_RETURN_IF_ERROR(c.Arity(1, 1, 1, 0, 0));
+      if (c.In(0).shape != c.Out(0).shape) return c.Fail("output shape differs from the input's");
+      return Status::Ok();
     }
     case OpKind::kGatherRow: {
       SLM_RETURN_IF_ERROR(c.Arity(2, 2, 1, 0, 0));

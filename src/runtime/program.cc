@@ -1,9 +1,13 @@
 #include "runtime/program.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
+#include "core/memory_limit.h"
+#include "core/thread_pool.h"
 #include "kernels/kernels.h"
+#include "kernels/quant_kernels.h"
 #include "runtime/op_checks.h"
 
 namespace slm::runtime {
@@ -33,6 +37,9 @@ Status Method::Prepare(std::shared_ptr<const io::ArtifactFile> artifact, graph::
   SLM_RETURN_IF_ERROR(CheckOpShapes(graph_));
   if (graph_.arena_bytes < 0) return InvalidArgument(where + ": negative arena size");
 
+  // The arena size comes from the file: refuse what the memory limit cannot hold before
+  // allocating (core/memory_limit.h).
+  SLM_RETURN_IF_ERROR(CheckMemoryNeed(static_cast<uint64_t>(graph_.arena_bytes), where + ": arena"));
   value_ptrs_.assign(graph_.values.size(), nullptr);
   arena_ = Buffer::Allocate(static_cast<size_t>(graph_.arena_bytes), alloc);
   const auto& constants = artifact_->constants();
@@ -63,7 +70,29 @@ Status Method::Prepare(std::shared_ptr<const io::ArtifactFile> artifact, graph::
     const int64_t T = *CheckedNumElements(graph_.values[op.inputs[0]].shape) / (op.ints[0] * op.ints[2]);
     scratch_floats = std::max(scratch_floats, L + T);
   }
-  scratch_ = Buffer::Allocate(static_cast<size_t>(scratch_floats) * sizeof(float), alloc);
+  // Dynamic quantized matmuls: xq [R*K] int8, xs [R] f32, group sums [R*K/G] i32 (64-aligned).
+  int64_t q_rows = 0, q_xq = 0, q_gs = 0;
+  for (const graph::Op& op : graph_.ops) {
+    if (op.kind != OpKind::kMatMulQ || op.ints[3] == 0) continue;
+    const graph::Value& w = graph_.values[op.inputs[1]];
+    const int64_t k = op.ints[0] == 8 ? w.shape[1] : w.shape[1] * 2;
+    const int64_t r = *CheckedNumElements(graph_.values[op.inputs[0]].shape) / k;
+    q_rows = std::max(q_rows, r);
+    q_xq = std::max(q_xq, r * k);
+    q_gs = std::max(q_gs, op.ints[0] == 4 ? r * (k / op.ints[1]) : 0);
+  }
+  auto align64 = [](int64_t b) { return (b + 63) / 64 * 64; };
+  quant_xs_offset_ = align64(q_xq);
+  quant_gs_offset_ = quant_xs_offset_ + align64(q_rows * 4);
+  quant_scratch_ = Buffer::Allocate(static_cast<size_t>(quant_gs_offset_ + q_gs * 4), alloc);
+  // One slot per pool thread so attention heads can be split; 16-float aligned slots.
+  scratch_slots_ = ThreadPool::Default().size();
+  scratch_slot_floats_ = (scratch_floats + 15) / 16 * 16;
+  uint64_t scratch_bytes = UINT64_MAX;  // L + T come from the file: overflow-checked
+  (void)__builtin_mul_overflow(static_cast<uint64_t>(scratch_slot_floats_),
+                               static_cast<uint64_t>(scratch_slots_) * sizeof(float), &scratch_bytes);
+  SLM_RETURN_IF_ERROR(CheckMemoryNeed(scratch_bytes, where + ": attention scratch"));
+  scratch_ = Buffer::Allocate(static_cast<size_t>(scratch_bytes), alloc);
   return Status::Ok();
 }
 
@@ -102,7 +131,24 @@ Status Method::BindOutput(const std::string& n, void* data, uint64_t nbytes) {
   return Bind(outputs_, "output", n, data, nbytes);
 }
 
+namespace {
+thread_local OpObserver* t_op_observer = nullptr;
+int64_t SteadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+ScopedOpObserver::ScopedOpObserver(OpObserver* observer) : previous_(t_op_observer) {
+  t_op_observer = observer;
+}
+ScopedOpObserver::~ScopedOpObserver() { t_op_observer = previous_; }
+
 Status Method::Execute() {
+  OpObserver* const observer = t_op_observer;
+  int64_t op_start_ns = observer != nullptr ? SteadyNowNs() : 0;
+  size_t op_index = 0;
   for (size_t i = 0; i < graph_.inputs.size(); ++i) {
     if (value_ptrs_[graph_.inputs[i]] == nullptr) return FailedPrecondition("method '" + name() + "': input '" + inputs_[i].name + "' is not bound");
   }
@@ -113,6 +159,9 @@ Status Method::Execute() {
   auto i32 = [&](int32_t id) { return reinterpret_cast<const int32_t*>(value_ptrs_[id]); };
   auto numel = [&](int32_t id) { return *CheckedNumElements(graph_.values[id].shape); };
   auto shape = [&](int32_t id) -> const Shape& { return graph_.values[id].shape; };
+  ThreadPool& pool = ThreadPool::Default();
+  // Below this many multiply-adds a product is not worth waking the workers for.
+  constexpr int64_t kMinParallelMacs = int64_t{1} << 16;
 
   for (const graph::Op& op : graph_.ops) {
     const auto& in = op.inputs;
@@ -132,7 +181,61 @@ Status Method::Execute() {
       }
       case OpKind::kMatMul: {
         const int64_t n = shape(in[1])[0], k = shape(in[1])[1];
-        kernels::MatMulF32(f32(in[0]), f32(in[1]), in.size() == 3 ? f32(in[2]) : nullptr, f32(out[0]), numel(in[0]) / k, k, n);
+        const int64_t r = numel(in[0]) / k;
+        const float *x = f32(in[0]), *w = f32(in[1]), *b = in.size() == 3 ? f32(in[2]) : nullptr;
+        float* y = f32(out[0]);
+        if (r * k * n < kMinParallelMacs || pool.size() == 1) {
+          kernels::MatMulF32(x, w, b, y, r, k, n);
+        } else {  // split the output columns: each thread streams its own slice of w once
+          pool.ParallelFor(n, 8, [&](int64_t nb, int64_t ne) { kernels::MatMulF32Columns(x, w, b, y, r, k, n, nb, ne); });
+        }
+        break;
+      }
+      case OpKind::kMatMulQ: {
+        const int64_t bits = op.ints[0], group = op.ints[1], has_off = op.ints[2];
+        const Shape& ws = shape(in[1]);
+        const int64_t n = ws[0], k = bits == 8 ? ws[1] : ws[1] * 2;
+        const int64_t r = numel(in[0]) / k;
+        const float* x = f32(in[0]);
+        const uint8_t* w = value_ptrs_[in[1]];
+        const float* sc = f32(in[2]);
+        const float* off = has_off ? f32(in[3]) : nullptr;
+        const float* b = in.size() == size_t(4 + has_off) ? f32(in[3 + has_off]) : nullptr;
+        float* y = f32(out[0]);
+        int8_t* xq = reinterpret_cast<int8_t*>(quant_scratch_.data());
+        float* xs = reinterpret_cast<float*>(quant_scratch_.data() + quant_xs_offset_);
+        int32_t* gs = reinterpret_cast<int32_t*>(quant_scratch_.data() + quant_gs_offset_);
+        const bool dynamic = op.ints[3] != 0;
+        if (dynamic) kernels::QuantizeRowsI8(x, xq, xs, bits == 4 ? gs : nullptr, r, k, bits == 4 ? group : k);
+        auto columns = [&](int64_t nb, int64_t ne) {
+          const int8_t* w8 = reinterpret_cast<const int8_t*>(w);
+          if (bits == 8 && dynamic) kernels::MatMulQ8DynColumns(xq, xs, w8, sc, b, y, r, k, n, nb, ne);
+          else if (bits == 8) kernels::MatMulQ8Columns(x, w8, sc, b, y, r, k, n, nb, ne);
+          else if (dynamic) kernels::MatMulQ4DynColumns(xq, xs, gs, w, sc, off, b, y, r, k, n, group, nb, ne);
+          else kernels::MatMulQ4Columns(x, w, sc, off, b, y, r, k, n, group, nb, ne);
+        };
+        if (r * k * n < kMinParallelMacs || pool.size() == 1) columns(0, n);
+        else pool.ParallelFor(n, 8, columns);
+        break;
+      }
+      case OpKind::kEmbeddingQ: {
+        const int64_t bits = op.ints[0], group = op.ints[1];
+        const Shape& ws = shape(in[1]);
+        const int64_t v = ws[0], d = bits == 8 ? ws[1] : ws[1] * 2;
+        const int64_t t = numel(in[0]);
+        const int32_t* ids = i32(in[0]);
+        for (int64_t i = 0; i < t; ++i) {
+          if (ids[i] < 0 || ids[i] >= v) {
+            return OutOfRange("method '" + name() + "': input_ids holds a token id outside [0, " + std::to_string(v) + ")");
+          }
+        }
+        for (int64_t i = 0; i < t; ++i) {
+          if (bits == 8) {
+            kernels::DequantizeRowQ8(reinterpret_cast<const int8_t*>(value_ptrs_[in[1]]), f32(in[2]), d, ids[i], op.floats[0], f32(out[0]) + i * d);
+          } else {
+            kernels::DequantizeRowQ4(value_ptrs_[in[1]], f32(in[2]), op.ints[2] ? f32(in[3]) : nullptr, d, group, ids[i], op.floats[0], f32(out[0]) + i * d);
+          }
+        }
         break;
       }
       case OpKind::kRope: {
@@ -144,8 +247,16 @@ Status Method::Execute() {
         const int64_t hq = op.ints[0], hkv = op.ints[1], hd = op.ints[2];
         const int64_t L = shape(in[3])[2];
         const int64_t t = numel(in[0]) / (hq * hd);
-        kernels::Attention(f32(in[0]), f32(in[1]), f32(in[2]), f32(in[3]), f32(in[4]), f32(in[5]), f32(out[0]),
-                           scratch_.as<float>(), t, L, hq, hkv, hd, op.floats[0], op.floats[1]);
+        if (pool.size() > scratch_slots_ || pool.size() == 1 || hq == 1) {
+          kernels::Attention(f32(in[0]), f32(in[1]), f32(in[2]), f32(in[3]), f32(in[4]), f32(in[5]), f32(out[0]),
+                             scratch_.as<float>(), t, L, hq, hkv, hd, op.floats[0], op.floats[1]);
+        } else {  // split heads; each thread has its own score scratch
+          pool.ParallelFor(hq, 1, [&](int64_t hb, int64_t he, int chunk) {
+            kernels::AttentionHeads(f32(in[0]), f32(in[1]), f32(in[2]), f32(in[3]), f32(in[4]), f32(in[5]), f32(out[0]),
+                                    scratch_.as<float>() + chunk * scratch_slot_floats_, t, L, hq, hkv, hd,
+                                    op.floats[0], op.floats[1], hb, he);
+          });
+        }
         break;
       }
       case OpKind::kKvCommit: {
@@ -159,6 +270,17 @@ Status Method::Execute() {
       case OpKind::kSwiGlu:
         kernels::SwiGlu(f32(in[0]), f32(in[1]), f32(out[0]), numel(in[0]));
         break;
+      case OpKind::kGeGlu:
+        kernels::GeGlu(f32(in[0]), f32(in[1]), f32(out[0]), numel(in[0]));
+        break;
+      case OpKind::kSoftCap:
+        if (out[0] != in[0]) std::copy_n(f32(in[0]), numel(in[0]), f32(out[0]));
+        kernels::SoftCap(f32(out[0]), numel(out[0]), op.floats[0]);
+        break;
+      case OpKind::kCopy:
+        // A state output bound to its state's buffer is an alias: nothing to copy.
+        if (f32(out[0]) != f32(in[0])) std::copy_n(f32(in[0]), numel(in[0]), f32(out[0]));
+        break;
       case OpKind::kGatherRow: {
         const int64_t d = numel(out[0]);
         const int64_t rows = numel(in[0]) / d;
@@ -170,6 +292,12 @@ Status Method::Execute() {
         break;
       }
     }
+    if (observer != nullptr) {
+      const int64_t now = SteadyNowNs();
+      observer->OnOp(*this, op_index, op, op_start_ns, now);
+      op_start_ns = now;
+    }
+    ++op_index;
   }
   return Status::Ok();
 }

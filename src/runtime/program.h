@@ -22,6 +22,33 @@ struct TensorSpec {
   uint64_t nbytes = 0;
 };
 
+class Method;
+
+// Per-op observation (timing trace, per-layer activation capture). Installed per thread with
+// ScopedOpObserver; Execute() reads it once per call, so an unset observer costs one
+// thread-local load per Execute and nothing per op.
+class OpObserver {
+ public:
+  virtual ~OpObserver() = default;
+  // Called after op `index` of `method` ran; [start_ns, end_ns) on the steady clock. The op's
+  // output data is readable through method.value_data(id) during the call.
+  virtual void OnOp(const Method& method, size_t index, const graph::Op& op, int64_t start_ns,
+                    int64_t end_ns) = 0;
+};
+
+// Installs `observer` for Method::Execute calls on this thread while alive (nests: restores
+// the previous one).
+class ScopedOpObserver {
+ public:
+  explicit ScopedOpObserver(OpObserver* observer);
+  ~ScopedOpObserver();
+  ScopedOpObserver(const ScopedOpObserver&) = delete;
+  ScopedOpObserver& operator=(const ScopedOpObserver&) = delete;
+
+ private:
+  OpObserver* previous_;
+};
+
 class Method {
  public:
   const std::string& name() const { return graph_.name; }
@@ -32,6 +59,10 @@ class Method {
   const TensorSpec* FindOutput(const std::string& name) const;
   int64_t arena_bytes() const { return graph_.arena_bytes; }
   const graph::Graph& graph() const { return graph_; }
+  // Where value `id` lives once bound (arena, bound buffer or mapped constant); null if unbound.
+  const void* value_data(int32_t id) const {
+    return id >= 0 && static_cast<size_t>(id) < value_ptrs_.size() ? value_ptrs_[id] : nullptr;
+  }
 
   // Binds a caller buffer to an input/state or output by name. `nbytes` must equal the
   // declared size exactly; the buffer must outlive every Execute() that uses it.
@@ -52,7 +83,13 @@ class Method {
   std::vector<TensorSpec> inputs_, outputs_;
   std::vector<uint8_t*> value_ptrs_;  // per value id: where its data lives once bound
   Buffer arena_;
-  Buffer scratch_;  // attention scores, (L + T) floats for the largest attention op
+  Buffer scratch_;  // attention scores, (L + T) floats for the largest attention op, per thread
+  int64_t scratch_slot_floats_ = 0;  // floats of one thread's slot in scratch_
+  int scratch_slots_ = 1;            // thread slots in scratch_ (the pool size at load)
+  // Dynamic-activation kMatMulQ (8da8w / 8da4w): the int8 rows, their scales and group sums,
+  // sized for the largest such op.
+  Buffer quant_scratch_;
+  int64_t quant_xs_offset_ = 0, quant_gs_offset_ = 0;
 };
 
 class Program {

@@ -1,0 +1,354 @@
+// Highway bodies of the quantized matrix products (kernels/quant_kernels.h), compiled once per
+// SIMD target via matmul_q.cc.
+//
+// Weight-only (f32 activations):
+//  - R < 4 (decode): each weight row is streamed once and dequantized in registers (int → f32
+//    convert, then FMA), kN rows at a time for independent FMA chains. Memory-bound by design.
+//  - R >= 4 (prefill): a slab of kSlab weight rows is dequantized once into a per-thread f32
+//    buffer and multiplied with all R rows by the f32 tile kernel of matmul-inl.h, so the
+//    dequantization cost is divided by R and the inner loop is the f32 GEMM's.
+// Dynamic (int8 activations): exact int32 dot products with int16 widening multiply-adds
+// (ReorderWidenMulAccumulate = vpmaddwd on x86), 4 activation rows per unpacked weight vector;
+// Q4 groups are folded into f32 accumulators with one convert + FMA per group.
+
+#if defined(SLM_KERNELS_MATMUL_Q_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef SLM_KERNELS_MATMUL_Q_INL_H_
+#undef SLM_KERNELS_MATMUL_Q_INL_H_
+#else
+#define SLM_KERNELS_MATMUL_Q_INL_H_
+#endif
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "hwy/highway.h"
+#include "kernels/matmul-inl.h"
+#include "kernels/quant_kernels.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace slm::kernels::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Weight rows dequantized per slab in the prefill path.
+constexpr size_t kSlab = 16;
+
+// Grow-only per-thread buffer for the dequantized slab: allocates on a thread's first prefill
+// call for a given K, never on later calls.
+HWY_INLINE float* SlabBuffer(size_t floats) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < floats) buf.resize(floats);
+  return buf.data();
+}
+
+// out[K] = Q8 row dequantized (scale applied).
+HWY_INLINE void DequantQ8Row(const int8_t* HWY_RESTRICT w, float scale, float* HWY_RESTRICT out,
+                             size_t K) {
+  const hn::ScalableTag<float> df;
+  const hn::Rebind<int32_t, decltype(df)> di;
+  const hn::Rebind<int8_t, decltype(df)> d8;
+  const size_t NL = hn::Lanes(df);
+  const auto vs = hn::Set(df, scale);
+  size_t k = 0;
+  for (; k + NL <= K; k += NL) {
+    hn::StoreU(hn::Mul(hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, w + k))), vs), df, out + k);
+  }
+  for (; k < K; ++k) out[k] = float(w[k]) * scale;
+}
+
+// out[K] = Q4 row dequantized. K % 32 == 0 (checked at load).
+HWY_INLINE void DequantQ4Row(const uint8_t* HWY_RESTRICT w, const float* HWY_RESTRICT scales,
+                             const float* HWY_RESTRICT offsets, float* HWY_RESTRICT out, size_t K,
+                             size_t G) {
+  const hn::CappedTag<float, 16> df;
+  const hn::Rebind<int32_t, decltype(df)> di;
+  const hn::Rebind<uint8_t, decltype(df)> d8;
+  const size_t NL = hn::Lanes(df);
+  const auto mask = hn::Set(di, 0x0F);
+  for (size_t g = 0; g < K / G; ++g) {
+    const auto vs = hn::Set(df, scales[g]);
+    const auto vo = hn::Set(df, offsets ? offsets[g] : -8.0f * scales[g]);
+    for (size_t b = g * G; b < (g + 1) * G; b += 32) {
+      const uint8_t* blk = w + b / 2;
+      for (size_t j = 0; j < 16; j += NL) {
+        const auto q = hn::PromoteTo(di, hn::LoadU(d8, blk + j));
+        const auto lo = hn::ConvertTo(df, hn::And(q, mask));
+        const auto hi = hn::ConvertTo(df, hn::ShiftRight<4>(q));
+        hn::StoreU(hn::MulAdd(lo, vs, vo), df, out + b + j);
+        hn::StoreU(hn::MulAdd(hi, vs, vo), df, out + b + 16 + j);
+      }
+    }
+  }
+}
+
+// All R rows against the f32 slab (rows [0, ns) of `slab`, [ns, K]) → y columns n0..n0+ns.
+HWY_INLINE void SlabProduct(const float* x, const float* slab, const float* bias, float* y,
+                            size_t R, size_t K, size_t N, size_t n0, size_t ns) {
+  const size_t rows4 = R / 4 * 4;
+  float* yb = y + n0;
+  const float* bb = bias ? bias + n0 : nullptr;
+  MatMulRows<4, kFourRowTileCols>(x, slab, bb, yb, K, N, 0, rows4, 0, ns);
+  switch (R - rows4) {
+    case 1: MatMulRows<1, kOneRowTileCols>(x, slab, bb, yb, K, N, rows4, rows4 + 1, 0, ns); break;
+    case 2: MatMulRows<2, kTwoRowTileCols>(x, slab, bb, yb, K, N, rows4, rows4 + 2, 0, ns); break;
+    case 3: MatMulRows<3, kThreeRowTileCols>(x, slab, bb, yb, K, N, rows4, rows4 + 3, 0, ns); break;
+    default: break;
+  }
+}
+
+// ---- Q8 weight-only ----
+
+// y[r, n..n+kN) for one row r: kN weight rows streamed together.
+template <size_t kN>
+HWY_INLINE void Q8RowTile(const float* HWY_RESTRICT x, const int8_t* HWY_RESTRICT w,
+                          const float* scales, const float* bias, float* y, size_t K) {
+  const hn::ScalableTag<float> df;
+  const hn::Rebind<int32_t, decltype(df)> di;
+  const hn::Rebind<int8_t, decltype(df)> d8;
+  const size_t NL = hn::Lanes(df);
+  hn::Vec<decltype(df)> acc[kN];
+  HWY_UNROLL(8)
+  for (size_t c = 0; c < kN; ++c) acc[c] = hn::Zero(df);
+  size_t k = 0;
+  for (; k + NL <= K; k += NL) {
+    const auto xv = hn::LoadU(df, x + k);
+    HWY_UNROLL(8)
+    for (size_t c = 0; c < kN; ++c) {
+      const auto wv = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, w + c * K + k)));
+      acc[c] = hn::MulAdd(xv, wv, acc[c]);
+    }
+  }
+  for (size_t c = 0; c < kN; ++c) {
+    float s = hn::GetLane(hn::SumOfLanes(df, acc[c]));
+    for (size_t kk = k; kk < K; ++kk) s += x[kk] * float(w[c * K + kk]);
+    s *= scales[c];
+    if (bias) s += bias[c];
+    y[c] = s;
+  }
+}
+
+void MatMulQ8Columns(const float* x, const int8_t* w, const float* scales, const float* bias,
+                     float* y, int64_t R, int64_t K, int64_t N, int64_t n_begin, int64_t n_end) {
+  const size_t k = size_t(K), n = size_t(N);
+  if (R >= 4) {
+    float* slab = SlabBuffer(kSlab * k);
+    for (size_t n0 = size_t(n_begin); n0 < size_t(n_end); n0 += kSlab) {
+      const size_t ns = std::min(kSlab, size_t(n_end) - n0);
+      for (size_t c = 0; c < ns; ++c) DequantQ8Row(w + (n0 + c) * k, scales[n0 + c], slab + c * k, k);
+      SlabProduct(x, slab, bias, y, size_t(R), k, n, n0, ns);
+    }
+    return;
+  }
+  constexpr size_t kN = 4;
+  for (size_t r = 0; r < size_t(R); ++r) {
+    size_t c = size_t(n_begin);
+    for (; c + kN <= size_t(n_end); c += kN) {
+      Q8RowTile<kN>(x + r * k, w + c * k, scales + c, bias ? bias + c : nullptr, y + r * n + c, k);
+    }
+    for (; c < size_t(n_end); ++c) {
+      Q8RowTile<1>(x + r * k, w + c * k, scales + c, bias ? bias + c : nullptr, y + r * n + c, k);
+    }
+  }
+}
+
+// ---- Q4 weight-only ----
+
+// y[r, c] for one row r and one weight row: dequantize in registers, FMA with x.
+template <size_t kN>
+HWY_INLINE void Q4RowTile(const float* HWY_RESTRICT x, const uint8_t* HWY_RESTRICT w,
+                          const float* scales, const float* offsets, const float* bias, float* y,
+                          size_t K, size_t G) {
+  const hn::CappedTag<float, 16> df;
+  const hn::Rebind<int32_t, decltype(df)> di;
+  const hn::Rebind<uint8_t, decltype(df)> d8;
+  const size_t NL = hn::Lanes(df);
+  const size_t groups = K / G;
+  const auto mask = hn::Set(di, 0x0F);
+  hn::Vec<decltype(df)> acc[kN];
+  HWY_UNROLL(4)
+  for (size_t c = 0; c < kN; ++c) acc[c] = hn::Zero(df);
+  for (size_t g = 0; g < groups; ++g) {
+    hn::Vec<decltype(df)> vs[kN], vo[kN];
+    HWY_UNROLL(4)
+    for (size_t c = 0; c < kN; ++c) {
+      const float s = scales[c * groups + g];
+      vs[c] = hn::Set(df, s);
+      vo[c] = hn::Set(df, offsets ? offsets[c * groups + g] : -8.0f * s);
+    }
+    for (size_t b = g * G; b < (g + 1) * G; b += 32) {
+      for (size_t j = 0; j < 16; j += NL) {
+        const auto xlo = hn::LoadU(df, x + b + j);
+        const auto xhi = hn::LoadU(df, x + b + 16 + j);
+        HWY_UNROLL(4)
+        for (size_t c = 0; c < kN; ++c) {
+          const auto q = hn::PromoteTo(di, hn::LoadU(d8, w + c * (K / 2) + b / 2 + j));
+          const auto lo = hn::MulAdd(hn::ConvertTo(df, hn::And(q, mask)), vs[c], vo[c]);
+          const auto hi = hn::MulAdd(hn::ConvertTo(df, hn::ShiftRight<4>(q)), vs[c], vo[c]);
+          acc[c] = hn::MulAdd(xlo, lo, acc[c]);
+          acc[c] = hn::MulAdd(xhi, hi, acc[c]);
+        }
+      }
+    }
+  }
+  for (size_t c = 0; c < kN; ++c) {
+    float s = hn::GetLane(hn::SumOfLanes(df, acc[c]));
+    if (bias) s += bias[c];
+    y[c] = s;
+  }
+}
+
+void MatMulQ4Columns(const float* x, const uint8_t* w, const float* scales, const float* offsets,
+                     const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G,
+                     int64_t n_begin, int64_t n_end) {
+  const size_t k = size_t(K), n = size_t(N), g = size_t(G), groups = k / g;
+  if (R >= 4) {
+    float* slab = SlabBuffer(kSlab * k);
+    for (size_t n0 = size_t(n_begin); n0 < size_t(n_end); n0 += kSlab) {
+      const size_t ns = std::min(kSlab, size_t(n_end) - n0);
+      for (size_t c = 0; c < ns; ++c) {
+        DequantQ4Row(w + (n0 + c) * (k / 2), scales + (n0 + c) * groups,
+                     offsets ? offsets + (n0 + c) * groups : nullptr, slab + c * k, k, g);
+      }
+      SlabProduct(x, slab, bias, y, size_t(R), k, n, n0, ns);
+    }
+    return;
+  }
+  constexpr size_t kN = 2;
+  for (size_t r = 0; r < size_t(R); ++r) {
+    size_t c = size_t(n_begin);
+    for (; c + kN <= size_t(n_end); c += kN) {
+      Q4RowTile<kN>(x + r * k, w + c * (k / 2), scales + c * groups,
+                    offsets ? offsets + c * groups : nullptr, bias ? bias + c : nullptr,
+                    y + r * n + c, k, g);
+    }
+    for (; c < size_t(n_end); ++c) {
+      Q4RowTile<1>(x + r * k, w + c * (k / 2), scales + c * groups,
+                   offsets ? offsets + c * groups : nullptr, bias ? bias + c : nullptr,
+                   y + r * n + c, k, g);
+    }
+  }
+}
+
+// ---- Dynamic int8 activations ----
+
+// int32 dot products of kR int8 rows (stride K) with one int8 weight row, over [k0, k1) where
+// k1 - k0 is a multiple of the i16 lane count; sum0/sum1 as ReorderWidenMulAccumulate leaves them.
+template <size_t kR, class D16, class D32, class V32>
+HWY_INLINE void DotI8Rows(D16 d16, D32 d32, const int8_t* HWY_RESTRICT xq, size_t K,
+                          const int8_t* HWY_RESTRICT w, size_t k0, size_t k1, V32* sum0,
+                          V32* sum1) {
+  const hn::Rebind<int8_t, D16> d8;
+  const size_t NL = hn::Lanes(d16);
+  for (size_t k = k0; k + NL <= k1; k += NL) {
+    const auto wv = hn::PromoteTo(d16, hn::LoadU(d8, w + k));
+    HWY_UNROLL(4)
+    for (size_t r = 0; r < kR; ++r) {
+      const auto xv = hn::PromoteTo(d16, hn::LoadU(d8, xq + r * K + k));
+      sum0[r] = hn::ReorderWidenMulAccumulate(d32, xv, wv, sum0[r], sum1[r]);
+    }
+  }
+}
+
+template <size_t kR>
+HWY_INLINE void Q8DynTile(const int8_t* xq, const float* xscale, const int8_t* w, float scale,
+                          const float* bias, float* y, size_t K, size_t ldy) {
+  const hn::ScalableTag<int16_t> d16;
+  const hn::Repartition<int32_t, decltype(d16)> d32;
+  const size_t NL = hn::Lanes(d16);
+  hn::Vec<decltype(d32)> s0[kR], s1[kR];
+  HWY_UNROLL(4)
+  for (size_t r = 0; r < kR; ++r) s0[r] = s1[r] = hn::Zero(d32);
+  const size_t kv = K / NL * NL;
+  DotI8Rows<kR>(d16, d32, xq, K, w, 0, kv, s0, s1);
+  for (size_t r = 0; r < kR; ++r) {
+    int64_t dot = hn::GetLane(hn::SumOfLanes(d32, hn::Add(s0[r], s1[r])));
+    for (size_t k = kv; k < K; ++k) dot += int32_t(xq[r * K + k]) * w[k];
+    float v = float(dot) * xscale[r] * scale;
+    if (bias) v += *bias;
+    y[r * ldy] = v;
+  }
+}
+
+void MatMulQ8DynColumns(const int8_t* xq, const float* xscale, const int8_t* w,
+                        const float* scales, const float* bias, float* y, int64_t R, int64_t K,
+                        int64_t N, int64_t n_begin, int64_t n_end) {
+  const size_t k = size_t(K), n = size_t(N), rows4 = size_t(R) / 4 * 4;
+  for (size_t c = size_t(n_begin); c < size_t(n_end); ++c) {
+    const float* b = bias ? bias + c : nullptr;
+    for (size_t r = 0; r < rows4; r += 4) Q8DynTile<4>(xq + r * k, xscale + r, w + c * k, scales[c], b, y + r * n + c, k, n);
+    for (size_t r = rows4; r < size_t(R); ++r) Q8DynTile<1>(xq + r * k, xscale + r, w + c * k, scales[c], b, y + r * n + c, k, n);
+  }
+}
+
+template <size_t kR>
+HWY_INLINE void Q4DynTile(const int8_t* xq, const float* xscale, const int32_t* group_sums,
+                          const uint8_t* w, const float* scales, const float* offsets,
+                          const float* bias, float* y, size_t K, size_t G, size_t ldy) {
+  const hn::CappedTag<int16_t, 16> d16;
+  const hn::Repartition<int32_t, decltype(d16)> d32;
+  const hn::Repartition<float, decltype(d16)> df;
+  const hn::Rebind<uint8_t, decltype(d16)> du8;
+  const hn::Rebind<int8_t, decltype(d16)> d8;
+  const size_t NL = hn::Lanes(d16);
+  const size_t groups = K / G;
+  const auto mask = hn::Set(d16, int16_t{0x0F});
+  hn::Vec<decltype(df)> acc[kR];
+  HWY_UNROLL(4)
+  for (size_t r = 0; r < kR; ++r) acc[r] = hn::Zero(df);
+  for (size_t g = 0; g < groups; ++g) {
+    hn::Vec<decltype(d32)> s0[kR], s1[kR];
+    HWY_UNROLL(4)
+    for (size_t r = 0; r < kR; ++r) s0[r] = s1[r] = hn::Zero(d32);
+    for (size_t b = g * G; b < (g + 1) * G; b += 32) {
+      for (size_t j = 0; j < 16; j += NL) {
+        const auto q = hn::PromoteTo(d16, hn::LoadU(du8, w + b / 2 + j));
+        const auto lo = hn::And(q, mask);
+        const auto hi = hn::ShiftRight<4>(q);
+        HWY_UNROLL(4)
+        for (size_t r = 0; r < kR; ++r) {
+          const auto xlo = hn::PromoteTo(d16, hn::LoadU(d8, xq + r * K + b + j));
+          const auto xhi = hn::PromoteTo(d16, hn::LoadU(d8, xq + r * K + b + 16 + j));
+          s0[r] = hn::ReorderWidenMulAccumulate(d32, xlo, lo, s0[r], s1[r]);
+          s0[r] = hn::ReorderWidenMulAccumulate(d32, xhi, hi, s0[r], s1[r]);
+        }
+      }
+    }
+    const auto vs = hn::Set(df, scales[g]);
+    HWY_UNROLL(4)
+    for (size_t r = 0; r < kR; ++r) acc[r] = hn::MulAdd(hn::ConvertTo(df, hn::Add(s0[r], s1[r])), vs, acc[r]);
+  }
+  for (size_t r = 0; r < kR; ++r) {
+    float v = hn::GetLane(hn::SumOfLanes(df, acc[r]));
+    const int32_t* gs = group_sums + r * groups;
+    for (size_t g = 0; g < groups; ++g) v += (offsets ? offsets[g] : -8.0f * scales[g]) * float(gs[g]);
+    v *= xscale[r];
+    if (bias) v += *bias;
+    y[r * ldy] = v;
+  }
+}
+
+void MatMulQ4DynColumns(const int8_t* xq, const float* xscale, const int32_t* group_sums,
+                        const uint8_t* w, const float* scales, const float* offsets,
+                        const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G,
+                        int64_t n_begin, int64_t n_end) {
+  const size_t k = size_t(K), n = size_t(N), g = size_t(G), groups = k / g;
+  const size_t rows4 = size_t(R) / 4 * 4;
+  for (size_t c = size_t(n_begin); c < size_t(n_end); ++c) {
+    const uint8_t* wc = w + c * (k / 2);
+    const float* sc = scales + c * groups;
+    const float* oc = offsets ? offsets + c * groups : nullptr;
+    const float* b = bias ? bias + c : nullptr;
+    for (size_t r = 0; r < rows4; r += 4) {
+      Q4DynTile<4>(xq + r * k, xscale + r, group_sums + r * groups, wc, sc, oc, b, y + r * n + c, k, g, n);
+    }
+    for (size_t r = rows4; r < size_t(R); ++r) {
+      Q4DynTile<1>(xq + r * k, xscale + r, group_sums + r * groups, wc, sc, oc, b, y + r * n + c, k, g, n);
+    }
+  }
+}
+
+}  // namespace slm::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // SLM_KERNELS_MATMUL_Q_INL_H_

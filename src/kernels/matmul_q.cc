@@ -1,0 +1,44 @@
+// Quantized matrix products: per-target instantiation of matmul_q-inl.h and dispatch.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/matmul_q.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "kernels/matmul_q-inl.h"
+
+#if HWY_ONCE
+#include "kernels/quant_kernels.h"
+
+namespace slm::kernels {
+
+HWY_EXPORT(MatMulQ8Columns);
+HWY_EXPORT(MatMulQ4Columns);
+HWY_EXPORT(MatMulQ8DynColumns);
+HWY_EXPORT(MatMulQ4DynColumns);
+
+void MatMulQ8Columns(const float* x, const int8_t* w, const float* scales, const float* bias,
+                     float* y, int64_t R, int64_t K, int64_t N, int64_t n_begin, int64_t n_end) {
+  HWY_DYNAMIC_DISPATCH(MatMulQ8Columns)(x, w, scales, bias, y, R, K, N, n_begin, n_end);
+}
+
+void MatMulQ4Columns(const float* x, const uint8_t* w, const float* scales, const float* offsets,
+                     const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G,
+                     int64_t n_begin, int64_t n_end) {
+  HWY_DYNAMIC_DISPATCH(MatMulQ4Columns)(x, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end);
+}
+
+void MatMulQ8DynColumns(const int8_t* xq, const float* xscale, const int8_t* w,
+                        const float* scales, const float* bias, float* y, int64_t R, int64_t K,
+                        int64_t N, int64_t n_begin, int64_t n_end) {
+  HWY_DYNAMIC_DISPATCH(MatMulQ8DynColumns)(xq, xscale, w, scales, bias, y, R, K, N, n_begin, n_end);
+}
+
+void MatMulQ4DynColumns(const int8_t* xq, const float* xscale, const int32_t* group_sums,
+                        const uint8_t* w, const float* scales, const float* offsets,
+                        const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G,
+                        int64_t n_begin, int64_t n_end) {
+  HWY_DYNAMIC_DISPATCH(MatMulQ4DynColumns)(xq, xscale, group_sums, w, scales, offsets, bias, y, R,
+                                           K, N, G, n_begin, n_end);
+}
+
+}  // namespace slm::kernels
+#endif  // HWY_ONCE

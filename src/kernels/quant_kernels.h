@@ -1,0 +1,80 @@
+// Quantized matrix products: int8 and int4 weights, with float32 activations ("weight-only") or
+// with activations quantized per row to int8 on the fly ("dynamic", 8da8w / 8da4w).
+//
+// Weight layouts (the artifact stores them exactly like this; quant/quantize.h writes them):
+//  - Q8 (int8 per output channel, symmetric): w int8 [N, K], scales f32 [N];
+//      W[n,k] ≈ scales[n] · w[n,k], w in [-127, 127].
+//  - Q4 (int4 group-wise, group G ∈ {32, 64, 128}, K % G == 0): w uint8 [N, K/2], scales f32
+//      [N, K/G], offsets f32 [N, K/G] or none (symmetric);
+//      W[n,k] ≈ scales[n,g] · q[n,k] + offsets[n,g]  (g = k / G, q ∈ [0, 15]),
+//      symmetric: offsets[n,g] = -8 · scales[n,g] (q - 8 ∈ [-8, 7]).
+//    Packing: each block of 32 consecutive k (blocks never straddle a group) is 16 bytes; byte j
+//    holds q[32b + j] in its low nibble and q[32b + 16 + j] in its high nibble, so one load of
+//    16 bytes gives two runs of 16 consecutive k with one AND and one shift — no shuffles.
+//  - Dynamic activations: each row of x is quantized symmetrically, xq = round(x / xs) ∈
+//    [-127, 127], xs = max|x| / 127 (0 rows: xs = 0, xq = 0). For Q4, the per-group sums
+//    Σ xq over each group are kept too (they carry the offsets term).
+//
+// All take a column range [n_begin, n_end) so a caller can split N over threads (including
+// R = 1 decode); they write y[r, n] only for those n. bias may be null. Dispatch: Highway, like
+// kernels.h; the scalar ground truth is kernels::reference::*Q* below.
+#pragma once
+
+#include <cstdint>
+
+namespace slm::kernels {
+
+// y[R,N] (columns n_begin..n_end) = x[R,K] · dequant(Q8 w)ᵀ (+ bias).
+void MatMulQ8Columns(const float* x, const int8_t* w, const float* scales, const float* bias,
+                     float* y, int64_t R, int64_t K, int64_t N, int64_t n_begin, int64_t n_end);
+
+// y[R,N] (columns n_begin..n_end) = x[R,K] · dequant(Q4 w)ᵀ (+ bias). offsets may be null.
+void MatMulQ4Columns(const float* x, const uint8_t* w, const float* scales, const float* offsets,
+                     const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G,
+                     int64_t n_begin, int64_t n_end);
+
+// Per-row int8 quantization of activations: xq [R,K], xscale [R], and, when group_sums is not
+// null, group_sums [R, K/G] = Σ xq over each group of G (K % G == 0).
+void QuantizeRowsI8(const float* x, int8_t* xq, float* xscale, int32_t* group_sums, int64_t R,
+                    int64_t K, int64_t G);
+
+// y = (xs ⊙ xq) · dequant(Q8 w)ᵀ (+ bias), with exact int32 dot products of xq and w.
+void MatMulQ8DynColumns(const int8_t* xq, const float* xscale, const int8_t* w,
+                        const float* scales, const float* bias, float* y, int64_t R, int64_t K,
+                        int64_t N, int64_t n_begin, int64_t n_end);
+
+// y = (xs ⊙ xq) · dequant(Q4 w)ᵀ (+ bias); exact int32 dot per group, then scaled in f32.
+void MatMulQ4DynColumns(const int8_t* xq, const float* xscale, const int32_t* group_sums,
+                        const uint8_t* w, const float* scales, const float* offsets,
+                        const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G,
+                        int64_t n_begin, int64_t n_end);
+
+// Dequantizes rows [row_begin, row_end) of a Q8 / Q4 matrix (an embedding table) into
+// out [(row_end - row_begin), K], multiplied by `multiplier`.
+void DequantizeRowQ8(const int8_t* w, const float* scales, int64_t K, int64_t row, float multiplier,
+                     float* out);
+void DequantizeRowQ4(const uint8_t* w, const float* scales, const float* offsets, int64_t K,
+                     int64_t G, int64_t row, float multiplier, float* out);
+
+// Unpacks q[k] (0..15) of one Q4 row (K/2 bytes) — the layout's single source of truth.
+inline int Q4At(const uint8_t* row, int64_t k) {
+  const uint8_t b = row[(k / 32) * 16 + (k % 16)];
+  return (k % 32) < 16 ? (b & 0x0F) : (b >> 4);
+}
+
+namespace reference {
+// Scalar ground truth of the functions above (all columns), sums in double.
+void MatMulQ8(const float* x, const int8_t* w, const float* scales, const float* bias, float* y,
+              int64_t R, int64_t K, int64_t N);
+void MatMulQ4(const float* x, const uint8_t* w, const float* scales, const float* offsets,
+              const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G);
+void QuantizeRowsI8(const float* x, int8_t* xq, float* xscale, int32_t* group_sums, int64_t R,
+                    int64_t K, int64_t G);
+void MatMulQ8Dyn(const int8_t* xq, const float* xscale, const int8_t* w, const float* scales,
+                 const float* bias, float* y, int64_t R, int64_t K, int64_t N);
+void MatMulQ4Dyn(const int8_t* xq, const float* xscale, const int32_t* group_sums,
+                 const uint8_t* w, const float* scales, const float* offsets, const float* bias,
+                 float* y, int64_t R, int64_t K, int64_t N, int64_t G);
+}  // namespace reference
+
+}  // namespace slm::kernels

@@ -1,0 +1,151 @@
+// Roofline probes: per-target loops (Highway) run on every pool thread at once.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/roofline.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace slm::kernels::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Sum of n floats with 4 independent accumulators: pure streaming reads.
+float StreamSum(const float* p, int64_t n) {
+  const hn::ScalableTag<float> d;
+  const size_t NL = hn::Lanes(d);
+  auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+  size_t i = 0;
+  for (; i + 4 * NL <= size_t(n); i += 4 * NL) {
+    a0 = hn::Add(a0, hn::Load(d, p + i));
+    a1 = hn::Add(a1, hn::Load(d, p + i + NL));
+    a2 = hn::Add(a2, hn::Load(d, p + i + 2 * NL));
+    a3 = hn::Add(a3, hn::Load(d, p + i + 3 * NL));
+  }
+  return hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
+}
+
+// `iters` rounds of 12 independent FMA chains; returns FLOPs done (and a value to keep).
+double FmaLoop(int64_t iters, float* sink) {
+  const hn::ScalableTag<float> d;
+  const auto m = hn::Set(d, 0.999999f), c = hn::Set(d, 1e-7f);
+  hn::Vec<decltype(d)> a[12];
+  for (int j = 0; j < 12; ++j) a[j] = hn::Set(d, float(j));
+  for (int64_t i = 0; i < iters; ++i) {
+    HWY_UNROLL(12)
+    for (int j = 0; j < 12; ++j) a[j] = hn::MulAdd(a[j], m, c);
+  }
+  auto s = a[0];
+  for (int j = 1; j < 12; ++j) s = hn::Add(s, a[j]);
+  *sink = hn::GetLane(s);
+  return double(iters) * 12 * 2 * double(hn::Lanes(d));
+}
+
+// int16 pairwise multiply-add into int32 (the dynamic kernels' inner op), 8 chains, on operands
+// widened from int8 each round as the kernels do. Returns int8 OPs (2 per product).
+double Int8Loop(int64_t iters, int32_t* sink) {
+  const hn::ScalableTag<int16_t> d16;
+  const hn::Repartition<int32_t, decltype(d16)> d32;
+  const hn::Rebind<int8_t, decltype(d16)> d8;
+  HWY_ALIGN int8_t src[256] = {};  // >= 2 vectors of int16 lanes on any target
+  for (size_t i = 0; i < sizeof(src); ++i) src[i] = int8_t(i * 7);
+  hn::Vec<decltype(d32)> s0[8], s1[8];
+  for (int j = 0; j < 8; ++j) s0[j] = s1[j] = hn::Zero(d32);
+  const size_t NL = hn::Lanes(d16);
+  for (int64_t i = 0; i < iters; ++i) {
+    const auto w = hn::PromoteTo(d16, hn::LoadU(d8, src));
+    const auto x = hn::PromoteTo(d16, hn::LoadU(d8, src + NL));
+    HWY_UNROLL(8)
+    for (int j = 0; j < 8; ++j) s0[j] = hn::ReorderWidenMulAccumulate(d32, x, w, s0[j], s1[j]);
+  }
+  auto s = hn::Add(s0[0], s1[0]);
+  for (int j = 1; j < 8; ++j) s = hn::Add(s, hn::Add(s0[j], s1[j]));
+  *sink = hn::GetLane(s);
+  return double(iters) * 8 * 2 * double(NL);
+}
+
+}  // namespace slm::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <vector>
+
+#include "core/aligned_buffer.h"
+#include "core/thread_pool.h"
+#include "kernels/roofline.h"
+
+namespace slm::kernels {
+
+HWY_EXPORT(StreamSum);
+HWY_EXPORT(FmaLoop);
+HWY_EXPORT(Int8Loop);
+
+namespace {
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Runs `round` (all threads) until `seconds` pass; returns the best work/s of one round.
+template <typename Round>
+double BestRate(double seconds, Round&& round) {
+  double best = 0;
+  const double end = Now() + seconds;
+  do {
+    const double t0 = Now();
+    const double work = round();
+    const double dt = Now() - t0;
+    if (dt > 0) best = std::max(best, work / dt);
+  } while (Now() < end);
+  return best;
+}
+}  // namespace
+
+double MeasureReadBandwidth(ThreadPool& pool, uint64_t bytes, double seconds) {
+  const int64_t n = int64_t(bytes / sizeof(float)) / 64 * 64;
+  Buffer buf = Buffer::Allocate(size_t(n) * sizeof(float));  // zeroed: every page touched
+  float* p = buf.as<float>();
+  for (int64_t i = 0; i < n; i += 1024) p[i] = float(i & 7);
+  std::atomic<float> sink{0};
+  return BestRate(seconds, [&] {
+    pool.ParallelFor(n, 64, [&](int64_t b, int64_t e) {
+      sink.store(HWY_DYNAMIC_DISPATCH(StreamSum)(p + b, e - b), std::memory_order_relaxed);
+    });
+    return double(n) * sizeof(float);
+  });
+}
+
+double MeasureF32FmaPeak(ThreadPool& pool, double seconds) {
+  std::vector<double> done(size_t(pool.size()));
+  return BestRate(seconds, [&] {
+    pool.ParallelFor(pool.size(), 1, [&](int64_t b, int64_t e, int) {
+      for (int64_t t = b; t < e; ++t) {
+        float sink;
+        done[size_t(t)] = HWY_DYNAMIC_DISPATCH(FmaLoop)(2000000, &sink);
+        if (sink == 12345.0f) done[size_t(t)] += 1;  // keeps the loop observable
+      }
+    });
+    double total = 0;
+    for (double d : done) total += d;
+    return total;
+  });
+}
+
+double MeasureInt8DotPeak(ThreadPool& pool, double seconds) {
+  std::vector<double> done(size_t(pool.size()));
+  return BestRate(seconds, [&] {
+    pool.ParallelFor(pool.size(), 1, [&](int64_t b, int64_t e, int) {
+      for (int64_t t = b; t < e; ++t) {
+        int32_t sink;
+        done[size_t(t)] = HWY_DYNAMIC_DISPATCH(Int8Loop)(2000000, &sink);
+        if (sink == 12345) done[size_t(t)] += 1;
+      }
+    });
+    double total = 0;
+    for (double d : done) total += d;
+    return total;
+  });
+}
+
+}  // namespace slm::kernels
+#endif  // HWY_ONCE

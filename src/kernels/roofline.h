@@ -1,0 +1,25 @@
+// Machine-limit probes for `staticlm bench --roofline`: how fast this CPU can stream memory and
+// issue f32 FMAs / int8 multiply-adds on the dispatched SIMD target. Each probe runs for about
+// `seconds` and returns the best rate over its repetitions.
+#pragma once
+
+#include <cstdint>
+
+namespace slm {
+class ThreadPool;
+}
+
+namespace slm::kernels {
+
+// Streaming-read bandwidth in bytes/s: every pool thread sums its slice of a `bytes` buffer
+// (pick >> last-level cache), repeatedly.
+double MeasureReadBandwidth(ThreadPool& pool, uint64_t bytes, double seconds);
+// f32 FMA peak in FLOP/s (2 per lane per FMA) over all pool threads: independent register
+// accumulator chains, no memory traffic.
+double MeasureF32FmaPeak(ThreadPool& pool, double seconds);
+// int8 multiply-add peak in OP/s (2 per int8 product) over all pool threads, with the same
+// instruction sequence as the dynamic-activation kernels (int8 → int16 widen, int16 pairwise
+// multiply-add into int32).
+double MeasureInt8DotPeak(ThreadPool& pool, double seconds);
+
+}  // namespace slm::kernels

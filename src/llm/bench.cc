@@ -1,0 +1,198 @@
+#include "llm/bench.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <set>
+#include <sstream>
+
+#include "core/thread_pool.h"
+#include "graph/graph.h"
+#include "kernels/kernels.h"
+#include "kernels/roofline.h"
+#include "llm/session.h"
+#include "llm/stats.h"
+#include "runtime/program.h"
+
+namespace slm::llm {
+namespace {
+
+double NowMs() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+Spread SpreadOf(std::vector<double> v) {
+  Spread s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.min = v.front();
+  s.max = v.back();
+  s.median = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  return s;
+}
+
+// Deterministic prompt tokens (ids 3..vocab-1), starting with BOS.
+std::vector<int32_t> Prompt(int64_t n, int64_t vocab, int32_t bos) {
+  std::vector<int32_t> ids;
+  ids.reserve(size_t(n));
+  ids.push_back(bos);
+  for (int64_t i = 1; i < n; ++i) ids.push_back(int32_t(3 + (i * 7919) % std::max<int64_t>(1, vocab - 3)));
+  return ids;
+}
+
+}  // namespace
+
+nlohmann::json BenchResult::ToJson() const {
+  nlohmann::json j;
+  j["artifact"] = artifact;
+  j["artifact_bytes"] = artifact_bytes;
+  j["weights"] = weights;
+  j["simd_target"] = simd_target;
+  j["threads"] = threads;
+  j["load_ms"] = load_ms;
+  j["peak_rss_bytes"] = peak_rss_bytes;
+  j["decode_weight_bytes"] = decode_weight_bytes;
+  j["decode_kv_bytes"] = decode_kv_bytes;
+  j["flops_per_token"] = flops_per_token;
+  j["prefill_tok_s"] = nlohmann::json::object();
+  for (const auto& [len, s] : prefill_tok_s) j["prefill_tok_s"][std::to_string(len)] = s.ToJson();
+  j["decode_tok_s"] = decode_tok_s.ToJson();
+  if (bandwidth_bytes_s > 0) {
+    const double bound = bandwidth_bytes_s / (double(decode_weight_bytes) + decode_kv_bytes);
+    const double peak = dynamic_int8 ? int8_op_s : fma_flop_s;
+    j["roofline"] = {{"read_bandwidth_gb_s", bandwidth_bytes_s / 1e9},
+                     {"f32_fma_gflop_s", fma_flop_s / 1e9},
+                     {"int8_gop_s", int8_op_s / 1e9},
+                     {"decode_bound_tok_s", bound},
+                     {"decode_fraction_of_bound", decode_tok_s.median / bound},
+                     {"prefill_peak", dynamic_int8 ? "int8" : "f32"}};
+    nlohmann::json pf = nlohmann::json::object();
+    for (const auto& [len, s] : prefill_tok_s) pf[std::to_string(len)] = s.median * flops_per_token / peak;
+    j["roofline"]["prefill_fraction_of_peak"] = pf;
+  }
+  return j;
+}
+
+std::string BenchResult::ToText() const {
+  std::ostringstream os;
+  char line[512];
+  std::snprintf(line, sizeof line, "artifact %s (%.1f MiB, weights %s), %d threads, SIMD %s\n", artifact.c_str(),
+                artifact_bytes / 1048576.0, weights.c_str(), threads, simd_target.c_str());
+  os << line;
+  std::snprintf(line, sizeof line, "load %.1f ms, peak RSS %.1f MiB\n", load_ms, peak_rss_bytes / 1048576.0);
+  os << line;
+  for (const auto& [len, s] : prefill_tok_s) {
+    std::snprintf(line, sizeof line, "prefill %5lld tokens: %8.1f tok/s (min %.1f, max %.1f)\n", (long long)len, s.median, s.min, s.max);
+    os << line;
+  }
+  std::snprintf(line, sizeof line, "decode:               %8.2f tok/s (min %.2f, max %.2f); %.1f MiB weights + %.2f MiB KV read per token\n",
+                decode_tok_s.median, decode_tok_s.min, decode_tok_s.max, decode_weight_bytes / 1048576.0, decode_kv_bytes / 1048576.0);
+  os << line;
+  if (bandwidth_bytes_s > 0) {
+    const double bound = bandwidth_bytes_s / (double(decode_weight_bytes) + decode_kv_bytes);
+    const double peak = dynamic_int8 ? int8_op_s : fma_flop_s;
+    std::snprintf(line, sizeof line, "roofline: read %.1f GB/s, f32 FMA %.1f GFLOP/s, int8 %.1f GOP/s\n", bandwidth_bytes_s / 1e9,
+                  fma_flop_s / 1e9, int8_op_s / 1e9);
+    os << line;
+    std::snprintf(line, sizeof line, "decode: %.1f%% of the DRAM bound (%.2f tok/s)\n", 100 * decode_tok_s.median / bound, bound);
+    os << line;
+    for (const auto& [len, s] : prefill_tok_s) {
+      std::snprintf(line, sizeof line, "prefill %lld: %.1f%% of the %s peak (%.1f GFLOP/s)\n", (long long)len,
+                    100 * s.median * flops_per_token / peak, dynamic_int8 ? "int8" : "f32 FMA", s.median * flops_per_token / 1e9);
+      os << line;
+    }
+  }
+  return os.str();
+}
+
+Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
+  if (opt.repeats < 1) return InvalidArgument("bench: -r must be >= 1");
+  if (opt.decode_tokens < 1) return InvalidArgument("bench: -n must be >= 1");
+  ThreadPool::SetDefaultThreadCount(opt.threads);
+  BenchResult r;
+  r.artifact = path;
+  r.threads = ThreadPool::Default().size();
+  r.simd_target = kernels::ActiveSimdTarget();
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) r.artifact_bytes = uint64_t(st.st_size);
+
+  const double t0 = NowMs();
+  SLM_ASSIGN_OR_RETURN(std::shared_ptr<runtime::Program> program, runtime::Program::Load(path));
+  SLM_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(program));
+  r.load_ms = NowMs() - t0;
+  const io::ContractMetadata& meta = session->metadata();
+  r.weights = meta.model.value("weights_dtype", std::string("float32"));
+
+  // Bytes the decode method streams per token: every constant read by an op other than the
+  // embedding lookup (which reads one row), counted once.
+  {
+    SLM_ASSIGN_OR_RETURN(graph::Graph g, program->artifact().LoadMethod("decode"));
+    std::set<int32_t> streamed;
+    for (const graph::Op& op : g.ops) {
+      const bool lookup = op.kind == graph::OpKind::kEmbedding || op.kind == graph::OpKind::kEmbeddingQ;
+      if (op.kind == graph::OpKind::kMatMulQ && op.ints[3] != 0) r.dynamic_int8 = true;
+      for (size_t i = 0; i < op.inputs.size(); ++i) {
+        const graph::Value& v = g.values[size_t(op.inputs[i])];
+        if (v.kind != graph::ValueKind::kConstant || (lookup && i >= 1)) continue;
+        streamed.insert(v.constant_index);
+        if ((op.kind == graph::OpKind::kMatMul || op.kind == graph::OpKind::kMatMulQ) && i == 1) {
+          const int64_t n = v.shape[0], k = op.kind == graph::OpKind::kMatMulQ && op.ints[0] == 4 ? v.shape[1] * 2 : v.shape[1];
+          r.flops_per_token += 2.0 * double(n) * double(k);
+        }
+      }
+    }
+    for (int32_t c : streamed) r.decode_weight_bytes += program->artifact().constants()[size_t(c)].nbytes;
+  }
+
+  const int64_t vocab = session->vocab_size();
+  std::vector<float> logits(static_cast<size_t>(vocab));
+  const int32_t bos = int32_t(meta.bos_id.value_or(1));
+  for (int64_t len : opt.prompt_lengths) {
+    if (len < 1 || len > session->max_context_len()) {
+      return InvalidArgument("bench: prompt length " + std::to_string(len) + " outside [1, " +
+                             std::to_string(session->max_context_len()) + "] (the artifact's context)");
+    }
+    const std::vector<int32_t> prompt = Prompt(len, vocab, bos);
+    std::vector<double> rates;
+    for (int rep = 0; rep < opt.repeats; ++rep) {
+      session->Reset();
+      const double s = NowMs();
+      SLM_RETURN_IF_ERROR(session->Feed(prompt, logits));
+      rates.push_back(double(len) / ((NowMs() - s) / 1000.0));
+    }
+    r.prefill_tok_s.push_back({len, SpreadOf(rates)});
+  }
+
+  // Decode: n single-token steps after a 1-token start, positions 1..n.
+  const int64_t n = std::min<int64_t>(opt.decode_tokens, session->max_context_len() - 1);
+  std::vector<double> rates;
+  for (int rep = 0; rep < opt.repeats; ++rep) {
+    session->Reset();
+    const int32_t first = bos;
+    SLM_RETURN_IF_ERROR(session->Feed(std::span<const int32_t>(&first, 1), logits));
+    const double s = NowMs();
+    for (int64_t i = 0; i < n; ++i) {
+      const int32_t tok = int32_t(3 + (i * 31) % std::max<int64_t>(1, vocab - 3));
+      SLM_RETURN_IF_ERROR(session->Feed(std::span<const int32_t>(&tok, 1), logits));
+    }
+    rates.push_back(double(n) / ((NowMs() - s) / 1000.0));
+  }
+  r.decode_tok_s = SpreadOf(rates);
+  // KV read per decode token: K and V of every layer over the visible positions (mean 1 + n/2).
+  for (const io::CacheLayer& l : meta.layers) {
+    r.decode_kv_bytes += 2.0 * double(l.n_kv_heads * l.head_dim) * 4.0 * (1.0 + double(n) / 2.0);
+  }
+  r.peak_rss_bytes = PeakRssBytes();
+
+  if (opt.roofline) {
+    ThreadPool& pool = ThreadPool::Default();
+    r.bandwidth_bytes_s = kernels::MeasureReadBandwidth(pool, opt.bandwidth_buffer_bytes, opt.roofline_seconds);
+    r.fma_flop_s = kernels::MeasureF32FmaPeak(pool, opt.roofline_seconds);
+    r.int8_op_s = kernels::MeasureInt8DotPeak(pool, opt.roofline_seconds);
+  }
+  return r;
+}
+
+}  // namespace slm::llm

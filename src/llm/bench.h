@@ -1,0 +1,52 @@
+// `staticlm bench`: prefill and decode throughput of an artifact through the hf_static session
+// (the same path `run` uses), load time, peak RSS, and — with the roofline probes — the same
+// figures as fractions of this machine's limits (DRAM bandwidth for decode, FMA / int8 peak for
+// prefill). Library form so tests and tools share it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+
+namespace slm::llm {
+
+struct BenchOptions {
+  int threads = 0;                          // 0: the machine's core count
+  std::vector<int64_t> prompt_lengths = {128};
+  int64_t decode_tokens = 128;
+  int repeats = 5;
+  bool roofline = false;                    // measure bandwidth / FMA / int8 peaks
+  double roofline_seconds = 1.0;            // per probe
+  uint64_t bandwidth_buffer_bytes = 1ull << 30;
+};
+
+struct Spread {
+  double median = 0, min = 0, max = 0;
+  nlohmann::json ToJson() const { return {{"median", median}, {"min", min}, {"max", max}}; }
+};
+
+struct BenchResult {
+  std::string artifact, simd_target, weights;
+  int threads = 0;
+  double load_ms = 0;          // Program::Load + session creation (every method ready)
+  uint64_t peak_rss_bytes = 0;
+  uint64_t artifact_bytes = 0;
+  uint64_t decode_weight_bytes = 0;   // constants the decode method streams per token
+  double decode_kv_bytes = 0;         // mean KV-cache bytes read per decode token
+  double flops_per_token = 0;         // 2 · matmul weight elements (attention excluded)
+  bool dynamic_int8 = false;          // 8da*: prefill compares with the int8 peak
+  std::vector<std::pair<int64_t, Spread>> prefill_tok_s;  // per prompt length
+  Spread decode_tok_s;
+  // Roofline (0 when not measured).
+  double bandwidth_bytes_s = 0, fma_flop_s = 0, int8_op_s = 0;
+  nlohmann::json ToJson() const;
+  std::string ToText() const;
+};
+
+Result<BenchResult> RunBench(const std::string& artifact_path, const BenchOptions& options);
+
+}  // namespace slm::llm

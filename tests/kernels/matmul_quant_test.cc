@@ -1,0 +1,217 @@
+// Quantized matmul kernels (kernels/quant_kernels.h) against their scalar references, on every
+// supported SIMD target, on awkward shapes (1 row, odd K/N, K not a multiple of the vector).
+//
+// Tolerances: the SIMD kernels differ from the double-precision references only by float32
+// rounding (dequantization FMA, summation order, the final scaling). The error of a float32 sum
+// is bounded by a small multiple of K·2^-24·Σ|terms|, so every check is
+// |y - y_ref| <= 1e-5 · Σ_k |x_k · ŵ_k| (+ |bias|), ŵ the dequantized weight. The integer dot
+// products of the dynamic kernels are exact, so there only the f32 scaling rounds.
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/quant_kernels.h"
+#include "kernel_test_util.h"
+
+namespace slm::kernels {
+namespace {
+
+using testing::AllNear;
+using testing::RandomFloats;
+
+class QuantMatMulTest : public testing::PerTargetTest {};
+
+struct Q8Weights {
+  std::vector<int8_t> w;
+  std::vector<float> scales;
+};
+struct Q4Weights {
+  std::vector<uint8_t> w;
+  std::vector<float> scales, offsets;
+};
+
+Q8Weights RandomQ8(int64_t N, int64_t K, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> q(-127, 127);
+  std::uniform_real_distribution<float> s(0.001f, 0.02f);
+  Q8Weights r;
+  r.w.resize(size_t(N * K));
+  for (auto& v : r.w) v = int8_t(q(rng));
+  r.scales.resize(size_t(N));
+  for (auto& v : r.scales) v = s(rng);
+  return r;
+}
+
+Q4Weights RandomQ4(int64_t N, int64_t K, int64_t G, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> s(0.001f, 0.05f), o(-0.3f, 0.1f);
+  Q4Weights r;
+  r.w.resize(size_t(N * K / 2));
+  for (auto& v : r.w) v = uint8_t(byte(rng));
+  r.scales.resize(size_t(N * K / G));
+  for (auto& v : r.scales) v = s(rng);
+  r.offsets.resize(r.scales.size());
+  for (auto& v : r.offsets) v = o(rng);
+  return r;
+}
+
+// Σ|x·ŵ| + |b| per output: the scale of the tolerance.
+std::vector<float> Magnitude(const std::vector<float>& x, const std::vector<float>& wdeq,
+                             const std::vector<float>* bias, int64_t R, int64_t K, int64_t N) {
+  std::vector<float> m(size_t(R * N));
+  for (int64_t r = 0; r < R; ++r) {
+    for (int64_t n = 0; n < N; ++n) {
+      double s = bias ? std::fabs((*bias)[size_t(n)]) : 0.0;
+      for (int64_t k = 0; k < K; ++k) s += std::fabs(double(x[size_t(r * K + k)]) * wdeq[size_t(n * K + k)]);
+      m[size_t(r * N + n)] = float(s);
+    }
+  }
+  return m;
+}
+
+::testing::AssertionResult Q8Matches(int64_t R, int64_t K, int64_t N, bool bias, bool dynamic) {
+  const uint32_t seed = uint32_t(R * 7919 + K * 131 + N);
+  const auto x = RandomFloats(size_t(R * K), seed);
+  const auto b = RandomFloats(size_t(N), seed + 1);
+  const Q8Weights q = RandomQ8(N, K, seed + 2);
+  std::vector<float> wdeq(size_t(N * K));
+  for (int64_t n = 0; n < N; ++n) DequantizeRowQ8(q.w.data(), q.scales.data(), K, n, 1.0f, wdeq.data() + n * K);
+  std::vector<float> y(size_t(R * N), -1.0f), want(size_t(R * N));
+  const float* bp = bias ? b.data() : nullptr;
+  std::vector<float> xin = x;
+  if (dynamic) {
+    std::vector<int8_t> xq(size_t(R * K));
+    std::vector<float> xs(static_cast<size_t>(R));
+    QuantizeRowsI8(x.data(), xq.data(), xs.data(), nullptr, R, K, 1);
+    MatMulQ8DynColumns(xq.data(), xs.data(), q.w.data(), q.scales.data(), bp, y.data(), R, K, N, 0, N);
+    reference::MatMulQ8Dyn(xq.data(), xs.data(), q.w.data(), q.scales.data(), bp, want.data(), R, K, N);
+    for (int64_t i = 0; i < R * K; ++i) xin[size_t(i)] = float(xq[size_t(i)]) * xs[size_t(i / K)];
+  } else {
+    MatMulQ8Columns(x.data(), q.w.data(), q.scales.data(), bp, y.data(), R, K, N, 0, N);
+    reference::MatMulQ8(x.data(), q.w.data(), q.scales.data(), bp, want.data(), R, K, N);
+  }
+  const auto mag = Magnitude(xin, wdeq, bias ? &b : nullptr, R, K, N);
+  auto res = AllNear(y, want, 1e-5f, 1e-6f, &mag);
+  if (!res) res << " [Q8 R=" << R << " K=" << K << " N=" << N << " dynamic=" << dynamic << "]";
+  return res;
+}
+
+::testing::AssertionResult Q4Matches(int64_t R, int64_t K, int64_t N, int64_t G, bool asym,
+                                     bool bias, bool dynamic) {
+  const uint32_t seed = uint32_t(R * 7919 + K * 131 + N * 7 + G);
+  const auto x = RandomFloats(size_t(R * K), seed);
+  const auto b = RandomFloats(size_t(N), seed + 1);
+  const Q4Weights q = RandomQ4(N, K, G, seed + 2);
+  const float* off = asym ? q.offsets.data() : nullptr;
+  std::vector<float> wdeq(size_t(N * K));
+  for (int64_t n = 0; n < N; ++n) DequantizeRowQ4(q.w.data(), q.scales.data(), off, K, G, n, 1.0f, wdeq.data() + n * K);
+  std::vector<float> y(size_t(R * N), -1.0f), want(size_t(R * N));
+  const float* bp = bias ? b.data() : nullptr;
+  std::vector<float> xin = x;
+  if (dynamic) {
+    std::vector<int8_t> xq(size_t(R * K));
+    std::vector<float> xs(static_cast<size_t>(R));
+    std::vector<int32_t> gs(size_t(R * K / G));
+    QuantizeRowsI8(x.data(), xq.data(), xs.data(), gs.data(), R, K, G);
+    MatMulQ4DynColumns(xq.data(), xs.data(), gs.data(), q.w.data(), q.scales.data(), off, bp, y.data(), R, K, N, G, 0, N);
+    reference::MatMulQ4Dyn(xq.data(), xs.data(), gs.data(), q.w.data(), q.scales.data(), off, bp, want.data(), R, K, N, G);
+    for (int64_t i = 0; i < R * K; ++i) xin[size_t(i)] = float(xq[size_t(i)]) * xs[size_t(i / K)];
+  } else {
+    MatMulQ4Columns(x.data(), q.w.data(), q.scales.data(), off, bp, y.data(), R, K, N, G, 0, N);
+    reference::MatMulQ4(x.data(), q.w.data(), q.scales.data(), off, bp, want.data(), R, K, N, G);
+  }
+  const auto mag = Magnitude(xin, wdeq, bias ? &b : nullptr, R, K, N);
+  auto res = AllNear(y, want, 1e-5f, 1e-6f, &mag);
+  if (!res) res << " [Q4 R=" << R << " K=" << K << " N=" << N << " G=" << G << " asym=" << asym << " dynamic=" << dynamic << "]";
+  return res;
+}
+
+TEST_P(QuantMatMulTest, Int8WeightOnlyMatchesReferenceOnAwkwardShapes) {
+  for (int64_t R : {1, 2, 3, 4, 5, 9}) {
+    for (int64_t K : {1, 3, 17, 31, 64, 65, 130, 257}) {
+      for (int64_t N : {1, 3, 7, 17, 33}) ASSERT_TRUE(Q8Matches(R, K, N, (R + K + N) % 2 == 0, false));
+    }
+  }
+}
+
+TEST_P(QuantMatMulTest, Int8DynamicActivationMatchesReferenceOnAwkwardShapes) {
+  for (int64_t R : {1, 2, 3, 4, 5, 9}) {
+    for (int64_t K : {1, 3, 17, 31, 64, 65, 130, 257}) {
+      for (int64_t N : {1, 3, 7, 17}) ASSERT_TRUE(Q8Matches(R, K, N, (R + K + N) % 2 == 1, true));
+    }
+  }
+}
+
+TEST_P(QuantMatMulTest, Int4WeightOnlyMatchesReferenceForEveryGroupSize) {
+  for (int64_t G : {32, 64, 128}) {
+    for (int64_t R : {1, 2, 3, 4, 5, 9}) {
+      for (int64_t K : {G, 2 * G, 3 * G}) {
+        for (int64_t N : {1, 2, 3, 7, 17}) {
+          ASSERT_TRUE(Q4Matches(R, K, N, G, /*asym=*/N % 2 == 0, (R + N) % 2 == 0, false));
+        }
+      }
+    }
+  }
+}
+
+TEST_P(QuantMatMulTest, Int4DynamicActivationMatchesReferenceForEveryGroupSize) {
+  for (int64_t G : {32, 64, 128}) {
+    for (int64_t R : {1, 2, 3, 4, 5, 9}) {
+      for (int64_t K : {G, 2 * G, 3 * G}) {
+        for (int64_t N : {1, 2, 3, 7, 17}) {
+          ASSERT_TRUE(Q4Matches(R, K, N, G, /*asym=*/N % 2 == 1, (R + N) % 2 == 1, true));
+        }
+      }
+    }
+  }
+}
+
+TEST_P(QuantMatMulTest, ColumnRangeWritesOnlyItsColumns) {
+  const int64_t R = 5, K = 64, N = 21;
+  const auto x = RandomFloats(size_t(R * K), 3);
+  const Q8Weights q8 = RandomQ8(N, K, 4);
+  const Q4Weights q4 = RandomQ4(N, K, 32, 5);
+  for (int variant = 0; variant < 2; ++variant) {
+    std::vector<float> y(size_t(R * N), 7.0f);
+    if (variant == 0) MatMulQ8Columns(x.data(), q8.w.data(), q8.scales.data(), nullptr, y.data(), R, K, N, 5, 13);
+    else MatMulQ4Columns(x.data(), q4.w.data(), q4.scales.data(), nullptr, nullptr, y.data(), R, K, N, 32, 5, 13);
+    for (int64_t r = 0; r < R; ++r) {
+      for (int64_t n = 0; n < N; ++n) {
+        const bool inside = n >= 5 && n < 13;
+        EXPECT_EQ(y[size_t(r * N + n)] == 7.0f, !inside) << "variant " << variant << " r " << r << " n " << n;
+      }
+    }
+  }
+}
+
+SLM_INSTANTIATE_FOR_ALL_TARGETS(QuantMatMulTest);
+
+TEST(QuantizeRowsI8Test, RoundsToNearestAndKeepsGroupSums) {
+  const std::vector<float> x = {1.0f, -0.5f, 0.25f, 0.0f, 2.0f, -2.0f, 0.01f, 1.0f};
+  std::vector<int8_t> xq(8);
+  std::vector<float> xs(2);
+  std::vector<int32_t> gs(4);
+  QuantizeRowsI8(x.data(), xq.data(), xs.data(), gs.data(), 2, 4, 2);
+  EXPECT_FLOAT_EQ(xs[0], 1.0f / 127.0f);
+  EXPECT_EQ(xq[0], 127);
+  EXPECT_EQ(xq[1], -64);  // -63.5 rounds to even
+  EXPECT_EQ(xq[2], 32);   // 31.75
+  EXPECT_EQ(gs[0], 127 - 64);
+  EXPECT_EQ(gs[1], 32);
+  EXPECT_EQ(xq[4], 127);
+  EXPECT_EQ(xq[5], -127);
+  EXPECT_EQ(gs[3], 1 + 64);  // 0.635 → 1, 63.5 → 64
+}
+
+TEST(QuantizeRowsI8Test, AllZeroRowGetsZeroScaleAndZeros) {
+  const std::vector<float> x(6, 0.0f);
+  std::vector<int8_t> xq(6, 5);
+  std::vector<float> xs(1, 9.0f);
+  QuantizeRowsI8(x.data(), xq.data(), xs.data(), nullptr, 1, 6, 1);
+  EXPECT_EQ(xs[0], 0.0f);
+  for (int8_t v : xq) EXPECT_EQ(v, 0);
+}
+
+}  // namespace
+}  // namespace slm::kernels
