@@ -135,6 +135,7 @@ Action AddRun(CLI::App& app) {
       std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     } else {
       std::printf("\n");
+      std::fflush(stdout);  // the newline before the stats line on stderr
       std::fprintf(stderr, "%s\n", res->stats.ToText().c_str());
     }
     return 0;
