@@ -9,7 +9,9 @@
 #include <random>
 #include <vector>
 
+#include "kernels/attention_q8.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul_q_vnni.h"
 #include "kernels/quant_kernels.h"
 
 namespace {
@@ -71,6 +73,34 @@ void BM_AttentionDecode(benchmark::State& state) {
   state.SetLabel(ActiveSimdTarget());
 }
 BENCHMARK(BM_AttentionDecode)->Arg(10)->Arg(2048)->Unit(benchmark::kMicrosecond);
+
+// BM_AttentionDecode over int8 caches (cache format kv_int8_tokenhead_v1): same shapes, a
+// quarter of the cache bytes read per visible slot (plus one scale per row).
+void BM_AttentionQ8Decode(benchmark::State& state) {
+  const int64_t L = 2048, T = 1, Hq = 32, Hkv = 8, hd = 64, visible = state.range(0);
+  const auto q = Random(size_t(T * Hq * hd), 1), k = Random(size_t(T * Hkv * hd), 2);
+  const auto v = Random(size_t(T * Hkv * hd), 3);
+  const auto kc = Random(size_t(Hkv * L * hd), 4), vc = Random(size_t(Hkv * L * hd), 5);
+  std::vector<int8_t> k8(k.size()), v8(v.size()), kc8(kc.size()), vc8(vc.size());
+  std::vector<float> ks(size_t(T * Hkv)), vs(ks.size()), kcs(size_t(Hkv * L)), vcs(kcs.size());
+  slm::kernels::QuantizeKvRows(k.data(), k8.data(), ks.data(), T, Hkv, hd);
+  slm::kernels::QuantizeKvRows(v.data(), v8.data(), vs.data(), T, Hkv, hd);
+  slm::kernels::QuantizeKvRows(kc.data(), kc8.data(), kcs.data(), Hkv * L, 1, hd);
+  slm::kernels::QuantizeKvRows(vc.data(), vc8.data(), vcs.data(), Hkv * L, 1, hd);
+  std::vector<float> mask(size_t(L + T), -std::numeric_limits<float>::infinity());
+  for (int64_t c = 0; c < visible && c < L; ++c) mask[size_t(c)] = 0.0f;
+  mask[size_t(L)] = 0.0f;
+  std::vector<float> out(size_t(T * Hq * hd)), scratch(size_t(L + T));
+  for (auto _ : state) {
+    slm::kernels::AttentionQ8(q.data(), k8.data(), ks.data(), v8.data(), vs.data(), kc8.data(), kcs.data(),
+                              vc8.data(), vcs.data(), mask.data(), out.data(), scratch.data(), T, L, Hq, Hkv, hd,
+                              0.125f, 0.0f);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(ActiveSimdTarget());
+}
+BENCHMARK(BM_AttentionQ8Decode)->Arg(10)->Arg(2048)->Unit(benchmark::kMicrosecond);
 
 // Args: R, D.
 void BM_RmsNorm(benchmark::State& state) {
@@ -148,6 +178,9 @@ void BM_MatMulQ4G32(benchmark::State& state) {
 
 void BM_MatMulQ8Dyn(benchmark::State& state) {
   const int64_t R = state.range(0), K = state.range(1), N = state.range(2);
+  const bool vnni = state.range(3) != 0;  // 0: the Highway body, for a side-by-side ratio
+  if (vnni && !slm::kernels::VnniAvailable()) return state.SkipWithError("no AVX-512 VNNI");
+  slm::kernels::SetVnniEnabledForTest(vnni);
   const auto x = Random(size_t(R * K), 1), s = Random(size_t(N), 3);
   const auto w = RandomBytes(size_t(N * K), 2);
   std::vector<int8_t> xq(static_cast<size_t>(R * K));
@@ -157,11 +190,16 @@ void BM_MatMulQ8Dyn(benchmark::State& state) {
     slm::kernels::MatMulQ8DynColumns(xq.data(), xs.data(), reinterpret_cast<const int8_t*>(w.data()), s.data(), nullptr, y.data(), R, K, N, 0, N);
     benchmark::DoNotOptimize(y.data());
   }
+  slm::kernels::SetVnniEnabledForTest(true);
   QuantCounters(state, double(N * K));
+  if (vnni) state.SetLabel("AVX-512 VNNI");
 }
 
 void BM_MatMulQ4DynG32(benchmark::State& state) {
   const int64_t R = state.range(0), K = state.range(1), N = state.range(2);
+  const bool vnni = state.range(3) != 0;  // 0: the Highway body, for a side-by-side ratio
+  if (vnni && !slm::kernels::VnniAvailable()) return state.SkipWithError("no AVX-512 VNNI");
+  slm::kernels::SetVnniEnabledForTest(vnni);
   const auto x = Random(size_t(R * K), 1), s = Random(size_t(N * K / 32), 3);
   const auto w = RandomBytes(size_t(N * K / 2), 2);
   std::vector<int8_t> xq(static_cast<size_t>(R * K));
@@ -172,13 +210,18 @@ void BM_MatMulQ4DynG32(benchmark::State& state) {
     slm::kernels::MatMulQ4DynColumns(xq.data(), xs.data(), gs.data(), w.data(), s.data(), nullptr, nullptr, y.data(), R, K, N, 32, 0, N);
     benchmark::DoNotOptimize(y.data());
   }
+  slm::kernels::SetVnniEnabledForTest(true);
   QuantCounters(state, double(N * K / 2 + N * K / 8));
+  if (vnni) state.SetLabel("AVX-512 VNNI");
 }
 
 #define SLM_QUANT_SHAPES ->Args({1, 2048, 2048})->Args({1, 2048, 8192})->Args({32, 2048, 2048})->Args({128, 2048, 2048})->Unit(benchmark::kMicrosecond)
 BENCHMARK(BM_MatMulQ8) SLM_QUANT_SHAPES;
 BENCHMARK(BM_MatMulQ4G32) SLM_QUANT_SHAPES;
-BENCHMARK(BM_MatMulQ8Dyn) SLM_QUANT_SHAPES;
-BENCHMARK(BM_MatMulQ4DynG32) SLM_QUANT_SHAPES;
+#define SLM_DYN_SHAPES                                                                       \
+  ->ArgsProduct({{1}, {2048}, {2048, 8192}, {0, 1}})->ArgsProduct({{32, 128}, {2048}, {2048}, {0, 1}}) \
+      ->ArgNames({"R", "K", "N", "vnni"})->Unit(benchmark::kMicrosecond)
+BENCHMARK(BM_MatMulQ8Dyn) SLM_DYN_SHAPES;
+BENCHMARK(BM_MatMulQ4DynG32) SLM_DYN_SHAPES;
 
 }  // namespace

@@ -7,6 +7,30 @@
 #include "tools/commands.h"
 
 namespace slm::cli {
+namespace {
+
+// The special tokens, chat templates and generation defaults at a glance (the metadata dump
+// above has them in full).
+void PrintChatSummary(const nlohmann::json& m) {
+  if (!m.is_object()) return;
+  auto show = [&](const char* key) { return m.contains(key) ? m[key].dump() : std::string("(absent)"); };
+  std::printf("\nchat & generation:\n");
+  std::printf("  bos_id %s, eos_ids %s, pad_id %s\n", show("bos_id").c_str(), show("eos_ids").c_str(),
+              show("pad_id").c_str());
+  std::printf("  add_bos %s, add_eos %s (appends %s)\n", show("add_bos").c_str(), show("add_eos").c_str(),
+              show("add_eos_ids").c_str());
+  const std::string tmpl = m.value("chat_template", std::string());
+  std::printf("  chat_template: %s\n", tmpl.empty() ? "none" : (std::to_string(tmpl.size()) + " bytes").c_str());
+  if (m.contains("chat_templates") && m["chat_templates"].is_object()) {
+    for (auto it = m["chat_templates"].begin(); it != m["chat_templates"].end(); ++it) {
+      std::printf("  chat_templates[%s]: %zu bytes\n", it.key().c_str(),
+                  it->is_string() ? it->get<std::string>().size() : size_t{0});
+    }
+  }
+  std::printf("  generation defaults: %s\n", show("generation_defaults").c_str());
+}
+
+}  // namespace
 
 Action AddInspect(CLI::App& app) {
   struct Args {
@@ -56,6 +80,29 @@ Action AddInspect(CLI::App& app) {
       methods.push_back(m);
     }
     out["methods"] = methods;
+    // Session state (KV caches and, for int8 caches, their row scales) from the first method's
+    // state inputs (every method binds the same states), and what f32 caches would take.
+    if (!f.method_names().empty()) {
+      auto g = f.LoadMethod(f.method_names().front());
+      if (!g.ok()) return Fail(g.status());
+      uint64_t state_bytes = 0, f32_bytes = 0;
+      for (int32_t id : g->inputs) {
+        const graph::Value& v = g->values[id];
+        if (v.kind != graph::ValueKind::kState) continue;
+        auto nb = CheckedByteSize(v.dtype, v.shape);
+        state_bytes += nb.ok() ? *nb : 0;
+        if (v.name.rfind("k_cache.", 0) == 0 || v.name.rfind("v_cache.", 0) == 0) {
+          auto fb = CheckedByteSize(DType::kF32, v.shape);
+          f32_bytes += fb.ok() ? *fb : 0;
+        }
+      }
+      const auto& meta = out["metadata"];
+      const auto& cache = meta.is_object() && meta.contains("cache") ? meta["cache"] : nlohmann::json::object();
+      out["kv_cache"] = {{"dtype", cache.value("dtype", std::string("?"))},
+                         {"format", cache.value("format", std::string("kv_f32_v1"))},
+                         {"bytes", state_bytes},
+                         {"f32_bytes", f32_bytes}};
+    }
     nlohmann::json constants = nlohmann::json::array();
     uint64_t total = 0;
     for (size_t i = 0; i < f.constants().size(); ++i) {
@@ -73,6 +120,14 @@ Action AddInspect(CLI::App& app) {
     std::printf("artifact %s: %llu bytes, format v%u, %s\n", f.path().c_str(),
                 static_cast<unsigned long long>(f.file_size()), f.format_version(), f.producer().c_str());
     std::printf("\nmetadata:\n%s\n", out["metadata"].dump(2).c_str());
+    PrintChatSummary(out["metadata"]);
+    if (out.contains("kv_cache")) {
+      const auto& kv = out["kv_cache"];
+      const double b = double(kv["bytes"].get<uint64_t>()), f32b = double(kv["f32_bytes"].get<uint64_t>());
+      std::printf("\nkv cache: dtype %s, format %s: %llu bytes (f32 caches: %llu bytes, %.1f%%)\n",
+                  kv["dtype"].get<std::string>().c_str(), kv["format"].get<std::string>().c_str(),
+                  static_cast<unsigned long long>(b), static_cast<unsigned long long>(f32b), f32b > 0 ? 100.0 * b / f32b : 0.0);
+    }
     for (const auto& m : methods) {
       std::printf("\nmethod %s: %zu ops, arena %lld bytes\n", m["name"].get<std::string>().c_str(),
                   m["ops"].get<size_t>(), static_cast<long long>(m["arena_bytes"].get<int64_t>()));

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/thread_pool.h"
+#include "llm/generation_defaults.h"
 #include "llm/runner.h"
 #include "tools/commands.h"
 
@@ -27,23 +28,13 @@ Result<std::vector<int32_t>> ParseIds(const std::string& text) {
   return ids;
 }
 
-// Sampling defaults: the artifact's generation_config when it asks for sampling, else greedy.
-void ApplyGenerationDefaults(const nlohmann::json& g, llm::SamplingParams& p) {
-  if (!g.is_object() || !g.value("do_sample", false)) return;
-  if (g.contains("temperature") && g["temperature"].is_number()) p.temperature = g["temperature"].get<float>();
-  if (g.contains("top_k") && g["top_k"].is_number_integer()) p.top_k = g["top_k"].get<int32_t>();
-  if (g.contains("top_p") && g["top_p"].is_number()) p.top_p = g["top_p"].get<float>();
-  if (g.contains("min_p") && g["min_p"].is_number()) p.min_p = g["min_p"].get<float>();
-  if (g.contains("repetition_penalty") && g["repetition_penalty"].is_number()) p.repetition_penalty = g["repetition_penalty"].get<float>();
-}
-
 }  // namespace
 
 Action AddRun(CLI::App& app) {
   struct Args {
     std::string model, prompt, prompt_ids, tail_policy = "pad";
     std::string save_session, load_session;
-    int64_t n = 128;
+    std::optional<int64_t> n;
     std::optional<float> temp, top_p, min_p, repeat_penalty;
     std::optional<int32_t> top_k;
     uint64_t seed = 0;
@@ -56,7 +47,7 @@ Action AddRun(CLI::App& app) {
   auto* p = cmd->add_option("-p,--prompt", a->prompt, "prompt text (BOS added as the artifact says)");
   auto* pi = cmd->add_option("--prompt-ids", a->prompt_ids, "prompt as comma-separated token ids, e.g. 1,5,9 (used as given)");
   p->excludes(pi);
-  cmd->add_option("-n,--max-tokens", a->n, "tokens to generate")->capture_default_str();
+  cmd->add_option("-n,--max-tokens", a->n, "tokens to generate (default: the artifact's generation_config max_new_tokens / max_length, else 128)");
   cmd->add_option("--temp", a->temp, "temperature (0 = greedy)");
   cmd->add_option("--top-k", a->top_k, "top-k (0 = off)");
   cmd->add_option("--top-p", a->top_p, "top-p (1 = off)");
@@ -100,9 +91,13 @@ Action AddRun(CLI::App& app) {
                              std::to_string(r.session().max_context_len()) + " tokens"));
     }
 
+    // The artifact's generation_config.json gives the defaults (transformers' semantics);
+    // every flag given on the command line overrides its key.
+    auto defaults = llm::ParseGenerationDefaults(r.metadata().generation_defaults, a->model + ": metadata.generation_defaults");
+    if (!defaults.ok()) return Fail(defaults.status());
     llm::GenerateOptions go;
-    go.max_new_tokens = a->n;
-    ApplyGenerationDefaults(r.metadata().generation_defaults, go.sampling);
+    go.max_new_tokens = a->n ? *a->n : llm::DefaultMaxNewTokens(*defaults, static_cast<int64_t>(prompt.size()), 128);
+    llm::ApplyGenerationDefaults(*defaults, &go.sampling);
     if (a->temp) go.sampling.temperature = *a->temp;
     if (a->top_k) go.sampling.top_k = *a->top_k;
     if (a->top_p) go.sampling.top_p = *a->top_p;

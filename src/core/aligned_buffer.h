@@ -18,15 +18,23 @@ class Allocator {
   // Returns memory aligned to `alignment` (a power of two ≥ kBufferAlignment), or nullptr.
   virtual void* Allocate(size_t bytes, size_t alignment) = 0;
   virtual void Free(void* p, size_t bytes) = 0;
+  // Zero-filled memory. The default writes the zeros; an allocator that gets pages already zeroed
+  // from the OS overrides it, so a large cache is not touched (and not made resident) at load.
+  virtual void* AllocateZeroed(size_t bytes, size_t alignment) {
+    void* p = Allocate(bytes, alignment);
+    if (p != nullptr) std::memset(p, 0, bytes);
+    return p;
+  }
 };
 
+// Small blocks from the C heap; blocks of kMapThreshold bytes or more (KV caches, arenas) straight
+// from mmap, whose pages are zero and become resident only when first written.
 class AlignedHeapAllocator final : public Allocator {
  public:
-  void* Allocate(size_t bytes, size_t alignment) override {
-    size_t rounded = (bytes + alignment - 1) / alignment * alignment;
-    return std::aligned_alloc(alignment, rounded == 0 ? alignment : rounded);
-  }
-  void Free(void* p, size_t) override { std::free(p); }
+  static constexpr size_t kMapThreshold = size_t{1} << 20;
+  void* Allocate(size_t bytes, size_t alignment) override;
+  void Free(void* p, size_t bytes) override;
+  void* AllocateZeroed(size_t bytes, size_t alignment) override;
 };
 
 // Process-wide default allocator.
@@ -40,9 +48,8 @@ class Buffer {
     Buffer b;
     b.alloc_ = &alloc;
     b.size_ = bytes;
-    b.data_ = static_cast<uint8_t*>(alloc.Allocate(bytes, kBufferAlignment));
+    b.data_ = static_cast<uint8_t*>(alloc.AllocateZeroed(bytes, kBufferAlignment));
     if (b.data_ == nullptr) throw std::bad_alloc();
-    std::memset(b.data_, 0, bytes);
     return b;
   }
   Buffer(Buffer&& o) noexcept : alloc_(o.alloc_), data_(o.data_), size_(o.size_) {

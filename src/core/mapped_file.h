@@ -10,11 +10,26 @@
 
 namespace slm {
 
+// How a file's bytes are brought into memory (docs/bad-inputs.md, "Files truncated while
+// mapped"):
+//   kMap   mmap: pages come from the page cache on demand and are shared. If another process
+//          truncates the file while it is mapped, touching a vanished page raises SIGBUS: the
+//          file must not be modified in place while loaded (writers replace files atomically).
+//   kRead  read whole into private anonymous memory at open: costs the file's size in RAM, but
+//          once Open returns the file may change or vanish without effect. A file that shrinks
+//          or grows while being read is an IoError.
+enum class FileAccess { kMap, kRead };
+// The access Open uses when none is given: kRead if the environment variable SLM_FILE_ACCESS is
+// "read" when first asked, else kMap; SetDefaultFileAccess overrides it for the process.
+FileAccess DefaultFileAccess();
+void SetDefaultFileAccess(FileAccess access);
+
 class MappedFile {
  public:
-  // Maps `path` read-only. Errors name the path: missing, a directory, unreadable, empty is OK
-  // (size 0, data nullptr).
+  // Maps (or reads, see FileAccess) `path` read-only. Errors name the path: missing, a
+  // directory, unreadable, empty is OK (size 0, data nullptr).
   static Result<std::shared_ptr<MappedFile>> Open(const std::string& path);
+  static Result<std::shared_ptr<MappedFile>> Open(const std::string& path, FileAccess access);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;

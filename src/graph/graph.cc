@@ -32,6 +32,9 @@ const char* OpKindName(OpKind k) {
     case OpKind::kMatMulQ: return "matmul_q";
     case OpKind::kEmbeddingQ: return "embedding_q";
     case OpKind::kCopy: return "copy";
+    case OpKind::kQuantizeKv: return "quantize_kv";
+    case OpKind::kAttentionQ8: return "attention_q8";
+    case OpKind::kKvCommitQ8: return "kv_commit_q8";
   }
   return "unknown";
 }

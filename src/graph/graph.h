@@ -81,6 +81,9 @@ enum class OpKind : uint16_t {
   //   ints = {n_heads, head_dim, rotary_dim}; floats = {attention_scaling}
   //   rotate_half convention (HF): pairs (i, i + rot/2) within the first `rot` dims.
   //   Rows with pos < 0 (padding) are passed through unchanged.
+  //   Longrope: ints = {n_heads, head_dim, rotary_dim, switch_len} and inv_freq [2, rot/2]
+  //   (short-factor row, long-factor row); the whole call uses the long row iff its largest
+  //   valid position p has p + 1 > switch_len (HF's per-forward longrope_frequency_update).
   kRope = 3,
   // in: q [T, Hq*hd], k [T, Hkv*hd], v [T, Hkv*hd], k_cache [1,Hkv,L,hd], v_cache [1,Hkv,L,hd],
   //     mask [1, T, L+T]                    out: [T, Hq*hd]
@@ -96,8 +99,9 @@ enum class OpKind : uint16_t {
   kSwiGlu = 7,
   // in: x [T,D], row [1] i32                out: [1,D] = x[row]
   kGatherRow = 8,
-  // in: gate, up (same shape)               out: gelu_tanh(gate) * up (Gemma's GeGLU MLP;
-  //   gelu_tanh as torch gelu(approximate='tanh'))
+  // in: gate, up (same shape)               out: gelu(gate) * up (Gemma's GeGLU MLP)
+  //   ints = {} or {exact}: 0 / absent (artifacts before the attribute) = torch
+  //   gelu(approximate='tanh'); 1 = exact erf GELU, torch gelu(approximate='none')
   kGeGlu = 9,
   // in: x (any shape)                       out: same shape, cap * tanh(x / cap)
   //   floats[0] = cap > 0 (Gemma 2 final logit soft-capping)
@@ -115,6 +119,19 @@ enum class OpKind : uint16_t {
   //   Returns a state as a method output (state outputs, graph/state_outputs.h). When the
   //   runtime binds the output to the state's own buffer (an alias), nothing is copied.
   kCopy = 13,
+  // Int8 KV caches (cache format kv_int8_tokenhead_v1; numerics in kernels/attention_q8.h).
+  // in: x [T, H*hd] f32                     out: q [T, H*hd] i8, scales [T, H] f32
+  //   ints = {H, hd}. Symmetric absmax/127 per (row, head) chunk.
+  kQuantizeKv = 14,
+  // in: q [T, Hq*hd] f32, k i8 [T, Hkv*hd], k_scale [T, Hkv], v i8, v_scale (this call's rows,
+  //     from kQuantizeKv), k_cache i8 [1,Hkv,L,hd], k_cache_scale f32 [1,Hkv,L], v_cache,
+  //     v_cache_scale, mask [1, T, L+T]      out: [T, Hq*hd]
+  //   ints, floats as kAttention; every key/value row is read as int8 · its row scale.
+  kAttentionQ8 = 15,
+  // in: k i8, k_scale, v i8, v_scale, pos [1,T] i32, k_cache, k_cache_scale, v_cache,
+  //     v_cache_scale (shapes as kAttentionQ8)   out: none
+  //   kKvCommit for int8 rows: row t (pos ≥ 0) and its scales go to slot pos mod L.
+  kKvCommitQ8 = 16,
 };
 const char* OpKindName(OpKind k);
 

@@ -83,12 +83,32 @@ Result<ContractMetadata> Parse(const json& root) {
     SLM_RETURN_IF_ERROR(CheckInt32(r, key, e.get<int64_t>()));
     m.eos_ids.push_back(e.get<int32_t>());
   }
-  SLM_ASSIGN_OR_RETURN(int64_t pad, r.Int(root, "pad_id"));
-  SLM_RETURN_IF_ERROR(CheckInt32(r, "pad_id", pad));
-  m.pad_id = static_cast<int32_t>(pad);
+  // Required; null = the model has no pad token.
+  SLM_ASSIGN_OR_RETURN(const json* pad, r.Field(root, "pad_id"));
+  if (!pad->is_null()) {
+    if (!pad->is_number_integer()) return r.Mismatch("pad_id", "an integer or null", *pad);
+    SLM_RETURN_IF_ERROR(CheckInt32(r, "pad_id", pad->get<int64_t>()));
+    m.pad_id = static_cast<int32_t>(pad->get<int64_t>());
+  }
   SLM_ASSIGN_OR_RETURN(const json* add_bos, r.Field(root, "add_bos"));
   if (!add_bos->is_boolean()) return r.Mismatch("add_bos", "a boolean", *add_bos);
   m.add_bos = add_bos->get<bool>();
+  SLM_ASSIGN_OR_RETURN(const json* add_eos, r.Field(root, "add_eos", false));
+  if (add_eos) {
+    if (!add_eos->is_boolean()) return r.Mismatch("add_eos", "a boolean", *add_eos);
+    m.add_eos = add_eos->get<bool>();
+  }
+  SLM_ASSIGN_OR_RETURN(const json* eos_suffix, r.Field(root, "add_eos_ids", false));
+  if (eos_suffix) {
+    if (!eos_suffix->is_array()) return r.Mismatch("add_eos_ids", "an array", *eos_suffix);
+    for (size_t i = 0; i < eos_suffix->size(); ++i) {
+      const json& e = (*eos_suffix)[i];
+      const std::string key = "add_eos_ids[" + std::to_string(i) + "]";
+      if (!e.is_number_integer()) return r.Mismatch(key, "an integer", e);
+      SLM_RETURN_IF_ERROR(CheckInt32(r, key, e.get<int64_t>()));
+      m.add_eos_ids.push_back(e.get<int32_t>());
+    }
+  }
 
   SLM_ASSIGN_OR_RETURN(const json* methods, r.Array(root, "methods"));
   for (size_t i = 0; i < methods->size(); ++i) {
@@ -108,6 +128,31 @@ Result<ContractMetadata> Parse(const json& root) {
   SLM_ASSIGN_OR_RETURN(const json* cache, r.Object(root, "cache"));
   Reader cr = r.Sub("cache");
   SLM_ASSIGN_OR_RETURN(m.cache_dtype, cr.Str(*cache, "dtype"));
+  SLM_ASSIGN_OR_RETURN(const json* format, cr.Field(*cache, "format", false));
+  if (format) {
+    if (!format->is_string()) return cr.Mismatch("format", "a string", *format);
+    m.cache_format = format->get<std::string>();
+  }
+  SLM_ASSIGN_OR_RETURN(const json* extra, cr.Field(*cache, "extra_states", false));
+  if (extra) {
+    if (!extra->is_array()) return cr.Mismatch("extra_states", "an array", *extra);
+    for (size_t i = 0; i < extra->size(); ++i) {
+      const std::string key = "extra_states[" + std::to_string(i) + "]";
+      const json& ej = (*extra)[i];
+      if (!ej.is_object()) return cr.Mismatch(key, "an object", ej);
+      Reader er = cr.Sub(key);
+      CacheExtraState e;
+      SLM_ASSIGN_OR_RETURN(e.name, er.Str(ej, "name"));
+      SLM_ASSIGN_OR_RETURN(e.scales, er.Str(ej, "scales"));
+      SLM_ASSIGN_OR_RETURN(e.dtype, er.Str(ej, "dtype"));
+      SLM_ASSIGN_OR_RETURN(const json* shape, er.Array(ej, "shape"));
+      for (size_t d = 0; d < shape->size(); ++d) {
+        if (!(*shape)[d].is_number_integer()) return er.Mismatch("shape[" + std::to_string(d) + "]", "an integer", (*shape)[d]);
+        e.shape.push_back((*shape)[d].get<int64_t>());
+      }
+      m.cache_extra_states.push_back(std::move(e));
+    }
+  }
   SLM_ASSIGN_OR_RETURN(const json* groups, cr.Array(*cache, "groups"));
   for (size_t i = 0; i < groups->size(); ++i) {
     Reader gr = cr.Sub("groups[" + std::to_string(i) + "]");
@@ -153,6 +198,14 @@ Result<ContractMetadata> Parse(const json& root) {
     if (!tmpl->is_string()) return r.Mismatch("chat_template", "a string", *tmpl);
     m.chat_template = tmpl->get<std::string>();
   }
+  SLM_ASSIGN_OR_RETURN(const json* named, r.Field(root, "chat_templates", false));
+  if (named && !named->is_null()) {
+    if (!named->is_object()) return r.Mismatch("chat_templates", "an object of name: template", *named);
+    for (auto it = named->begin(); it != named->end(); ++it) {
+      if (!it->is_string()) return r.Sub("chat_templates").Mismatch(it.key(), "a string", *it);
+      m.chat_templates[it.key()] = it->get<std::string>();
+    }
+  }
   SLM_ASSIGN_OR_RETURN(const json* gen, r.Field(root, "generation_defaults", false));
   if (gen) {
     if (!gen->is_object()) return r.Mismatch("generation_defaults", "an object", *gen);
@@ -164,6 +217,10 @@ Result<ContractMetadata> Parse(const json& root) {
 }
 
 }  // namespace
+
+std::string KvScaleStateName(char kv, int64_t layer) {
+  return std::string(1, kv) + "_scale." + std::to_string(layer);
+}
 
 const CacheGroup* ContractMetadata::FindGroup(const std::string& n) const {
   for (const CacheGroup& g : groups) {
@@ -187,8 +244,10 @@ nlohmann::json ContractMetadata::ToJson() const {
   j["vocab_size"] = vocab_size;
   j["bos_id"] = bos_id ? json(*bos_id) : json(nullptr);
   j["eos_ids"] = eos_ids;
-  j["pad_id"] = pad_id;
+  j["pad_id"] = pad_id ? json(*pad_id) : json(nullptr);
   j["add_bos"] = add_bos;
+  j["add_eos"] = add_eos;
+  j["add_eos_ids"] = add_eos_ids;
   j["methods"] = json::array();
   for (const MethodInfo& mi : methods) {
     j["methods"].push_back(
@@ -203,6 +262,13 @@ nlohmann::json ContractMetadata::ToJson() const {
   j["logits"] = {{"output", logits_output}, {"mode", mode}};
   json cache;
   cache["dtype"] = cache_dtype;
+  if (!cache_format.empty()) cache["format"] = cache_format;
+  if (!cache_extra_states.empty()) {
+    cache["extra_states"] = json::array();
+    for (const CacheExtraState& e : cache_extra_states) {
+      cache["extra_states"].push_back({{"name", e.name}, {"scales", e.scales}, {"dtype", e.dtype}, {"shape", e.shape}});
+    }
+  }
   cache["groups"] = json::array();
   for (const CacheGroup& g : groups) {
     cache["groups"].push_back({{"name", g.name}, {"cache_len", g.cache_len}, {"window", g.window}});
@@ -218,6 +284,8 @@ nlohmann::json ContractMetadata::ToJson() const {
   }
   j["tokenizer"] = {{"kind", tokenizer_kind}, {"embedded", !tokenizer_kind.empty()}};
   j["chat_template"] = chat_template;
+  j["chat_templates"] = json::object();
+  for (const auto& [name, text] : chat_templates) j["chat_templates"][name] = text;
   j["generation_defaults"] = generation_defaults;
   j["model"] = model;
   return j;

@@ -11,9 +11,14 @@
 namespace slm::kernels {
 
 HWY_EXPORT(GeGlu);
+HWY_EXPORT(GeGluErf);
 
 void GeGlu(const float* gate, const float* up, float* y, int64_t n) {
   HWY_DYNAMIC_DISPATCH(GeGlu)(gate, up, y, n);
+}
+
+void GeGluErf(const float* gate, const float* up, float* y, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(GeGluErf)(gate, up, y, n);
 }
 
 }  // namespace slm::kernels

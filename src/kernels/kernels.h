@@ -49,6 +49,11 @@ void RmsNorm(const float* x, const float* w, float* y, int64_t R, int64_t D, flo
 void Rope(const float* x, const int32_t* pos, const float* inv_freq, float* y, int64_t T,
           int64_t n_heads, int64_t head_dim, int64_t rotary_dim, float attention_scaling);
 
+// Longrope table of one call (pos: [T]): 1 (long factors) iff the largest pos[t] >= 0 has
+// pos[t] + 1 > switch_len, else 0 (short factors; also when every row is padding). This is
+// transformers' longrope_frequency_update, seq_len = max(position_ids) + 1, per forward call.
+int64_t RopeTableIndex(const int32_t* pos, int64_t T, int64_t switch_len);
+
 // Attention of this call's T rows over [L cache slots ; T new rows].
 //   q [T, Hq*hd], k/v [T, Hkv*hd] (this call's rows), k_cache/v_cache [Hkv, L, hd],
 //   mask [T, L+T] additive (0 visible, -inf hidden), out [T, Hq*hd], scratch >= L+T floats.
@@ -88,6 +93,11 @@ void GeluTanh(const float* x, float* y, int64_t n);
 // y[n] = gelu_tanh(gate) * up (GeluTanh's formula, then the product; Gemma's GeGLU MLP).
 // May run in place (y == gate or y == up).
 void GeGlu(const float* gate, const float* up, float* y, int64_t n);
+
+// y[n] = gelu(gate) * up with exact GELU, torch gelu(approximate='none'):
+// gelu(g) = (g·0.5)·(1 + erf(g·√½)) (Gemma configs with hidden_act "gelu"). erf is a
+// polynomial·exp form with absolute error <= 1.5e-7. May run in place (y == gate or y == up).
+void GeGluErf(const float* gate, const float* up, float* y, int64_t n);
 
 // x[n] = cap * tanh(x / cap), in place (Gemma 2 logit soft-capping).
 void SoftCap(float* x, int64_t n, float cap);

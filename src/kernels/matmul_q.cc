@@ -6,6 +6,7 @@
 #include "kernels/matmul_q-inl.h"
 
 #if HWY_ONCE
+#include "kernels/matmul_q_vnni.h"
 #include "kernels/quant_kernels.h"
 
 namespace slm::kernels {
@@ -29,6 +30,7 @@ void MatMulQ4Columns(const float* x, const uint8_t* w, const float* scales, cons
 void MatMulQ8DynColumns(const int8_t* xq, const float* xscale, const int8_t* w,
                         const float* scales, const float* bias, float* y, int64_t R, int64_t K,
                         int64_t N, int64_t n_begin, int64_t n_end) {
+  if (MatMulQ8DynColumnsVnni(xq, xscale, w, scales, bias, y, R, K, N, n_begin, n_end)) return;
   HWY_DYNAMIC_DISPATCH(MatMulQ8DynColumns)(xq, xscale, w, scales, bias, y, R, K, N, n_begin, n_end);
 }
 
@@ -36,6 +38,9 @@ void MatMulQ4DynColumns(const int8_t* xq, const float* xscale, const int32_t* gr
                         const uint8_t* w, const float* scales, const float* offsets,
                         const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G,
                         int64_t n_begin, int64_t n_end) {
+  if (MatMulQ4DynColumnsVnni(xq, xscale, group_sums, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end)) {
+    return;
+  }
   HWY_DYNAMIC_DISPATCH(MatMulQ4DynColumns)(xq, xscale, group_sums, w, scales, offsets, bias, y, R,
                                            K, N, G, n_begin, n_end);
 }

@@ -179,6 +179,23 @@ void GeGlu(const float* gate, const float* up, float* y, int64_t n) {
   }
 }
 
+void GeluErf(const float* x, float* y, int64_t n) {
+  // torch's CPU kernel for approximate='none': (x * 0.5) * (1 + erf(x * M_SQRT1_2)), float32.
+  const float kAlpha = float(M_SQRT1_2);
+  for (int64_t i = 0; i < n; ++i) {
+    const float xi = x[i];
+    y[i] = (xi * 0.5f) * (1.0f + std::erf(xi * kAlpha));
+  }
+}
+
+void GeGluErf(const float* gate, const float* up, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    float g;
+    GeluErf(gate + i, &g, 1);
+    y[i] = g * up[i];
+  }
+}
+
 void SoftCap(float* x, int64_t n, float cap) {
   for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
 }

@@ -27,6 +27,8 @@ void Add(const float* a, const float* b, float* y, int64_t n);
 void SwiGlu(const float* gate, const float* up, float* y, int64_t n);
 void GeluTanh(const float* x, float* y, int64_t n);
 void GeGlu(const float* gate, const float* up, float* y, int64_t n);
+void GeluErf(const float* x, float* y, int64_t n);  // exact GELU, std::erf
+void GeGluErf(const float* gate, const float* up, float* y, int64_t n);
 void SoftCap(float* x, int64_t n, float cap);
 
 }  // namespace slm::kernels::reference

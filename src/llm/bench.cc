@@ -180,9 +180,12 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
     rates.push_back(double(n) / ((NowMs() - s) / 1000.0));
   }
   r.decode_tok_s = SpreadOf(rates);
-  // KV read per decode token: K and V of every layer over the visible positions (mean 1 + n/2).
+  // KV read per decode token: K and V of every layer over the visible positions (mean 1 + n/2);
+  // int8 caches read one byte per element plus one f32 scale per (position, head) row.
+  const bool q8_cache = meta.cache_format == io::kCacheFormatInt8;
   for (const io::CacheLayer& l : meta.layers) {
-    r.decode_kv_bytes += 2.0 * double(l.n_kv_heads * l.head_dim) * 4.0 * (1.0 + double(n) / 2.0);
+    const double row_bytes = q8_cache ? double(l.head_dim) + 4.0 : double(l.head_dim) * 4.0;
+    r.decode_kv_bytes += 2.0 * double(l.n_kv_heads) * row_bytes * (1.0 + double(n) / 2.0);
   }
   r.peak_rss_bytes = PeakRssBytes();
 

@@ -313,7 +313,12 @@ nlohmann::json ConformanceReport::ToJson() const {
 Result<ConformanceReport> RunConformance(std::shared_ptr<const runtime::Program> program, const ConformanceOptions& options) {
   ConformanceReport report;
   report.artifact = program->artifact().path();
-  Suite suite(std::move(program), options);
+  ConformanceOptions o = options;
+  auto meta = io::ContractMetadata::FromJson(program->artifact().metadata_json());
+  if (meta.ok() && meta->cache_format == io::kCacheFormatInt8) {
+    o.logit_tolerance = std::max(o.logit_tolerance, o.int8_cache_logit_tolerance);
+  }
+  Suite suite(std::move(program), o);
   SLM_RETURN_IF_ERROR(suite.Run(report));
   return report;
 }

@@ -22,6 +22,13 @@ namespace slm::llm {
 
 struct ConformanceOptions {
   float logit_tolerance = 1e-4f;
+  // Used instead (when larger) for artifacts whose caches are int8 (cache format
+  // kv_int8_tokenhead_v1): a float32 summation-order difference between a prefill chunk and the
+  // one-token path (e.g. ring columns visited in another order) can move a K/V element that sits
+  // on a rounding boundary by one int8 step, so logits differ by more than float32 noise (up to
+  // 1.2e-2 observed on the random-weight zoo/phi3, whose layers amplify such a step). Argmax
+  // and greedy tokens must still be identical, and bit-exact cases stay bit-exact.
+  float int8_cache_logit_tolerance = 2e-2f;
   int64_t greedy_tokens = 8;
   uint32_t seed = 20240601;
   std::string temp_dir;  // for snapshot files; empty → the system temp directory

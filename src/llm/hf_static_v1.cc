@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <set>
 
 #include "core/memory_limit.h"
@@ -72,11 +73,28 @@ class HfStaticV1Session final : public Session {
   Allocator* alloc_ = nullptr;
   std::vector<std::unique_ptr<MethodSlot>> prefill_;  // by step, descending
   std::unique_ptr<MethodSlot> decode_;
-  std::vector<Buffer> k_caches_, v_caches_;  // per layer, [1, Hkv, L_g, hd]
+  std::vector<Buffer> k_caches_, v_caches_;  // per layer, [1, Hkv, L_g, hd] (f32 or int8)
+  // Cache format kv_int8_tokenhead_v1: caches are int8 and each has f32 row scales [1, Hkv, L_g]
+  // (the metadata's cache.extra_states "k_scale.<i>" / "v_scale.<i>"), per layer.
+  bool q8_ = false;
+  std::vector<Buffer> k_scales_, v_scales_;
+  // The buffer of a cache state ("k_cache.3", "v_scale.0", ...), or nullptr.
+  Buffer* StateBuffer(const std::string& name);
   std::vector<int32_t> history_;             // committed tokens; pos = size
   std::map<std::string, double> costs_;
   bool poisoned_ = false;
 };
+
+// Init, with an allocator that refuses a buffer (Buffer::Allocate throws std::bad_alloc) turned
+// into an error: the half-built session is destroyed by the caller, freeing every buffer it got.
+Status InitOrRefuse(HfStaticV1Session& s, std::shared_ptr<const runtime::Program> program,
+                    const SessionOptions& options, const char* what) {
+  try {
+    return s.Init(std::move(program), options);
+  } catch (const std::bad_alloc&) {
+    return ResourceExhausted(std::string(what) + ": the session's allocator refused a state, I/O or method buffer");
+  }
+}
 
 Status HfStaticV1Session::Init(std::shared_ptr<const runtime::Program> program, const SessionOptions& options) {
   program_ = std::move(program);
@@ -89,18 +107,28 @@ Status HfStaticV1Session::Init(std::shared_ptr<const runtime::Program> program, 
   // history's) come from the file: all must fit the memory limit before any is allocated.
   uint64_t state_bytes = 0;
   bool overflow = __builtin_mul_overflow(static_cast<uint64_t>(meta_.max_context_len), sizeof(int32_t), &state_bytes);
+  const DType cache_dt = q8_ ? DType::kI8 : DType::kF32;
   for (const io::CacheLayer& l : meta_.layers) {
     const io::CacheGroup* g = meta_.FindGroup(l.group);
-    SLM_ASSIGN_OR_RETURN(uint64_t bytes, CheckedByteSize(DType::kF32, {1, l.n_kv_heads, g->cache_len, l.head_dim}));
+    SLM_ASSIGN_OR_RETURN(uint64_t bytes, CheckedByteSize(cache_dt, {1, l.n_kv_heads, g->cache_len, l.head_dim}));
     overflow |= !AddBytes(&state_bytes, bytes) || !AddBytes(&state_bytes, bytes);
+  }
+  for (const io::CacheExtraState& e : meta_.cache_extra_states) {
+    SLM_ASSIGN_OR_RETURN(uint64_t bytes, CheckedByteSize(DType::kF32, e.shape));
+    overflow |= !AddBytes(&state_bytes, bytes);
   }
   SLM_RETURN_IF_ERROR(CheckMemoryNeed(overflow ? UINT64_MAX : state_bytes,
                                       program_->artifact().path() + ": the session's KV caches and history (metadata.cache)"));
   for (const io::CacheLayer& l : meta_.layers) {
     const io::CacheGroup* g = meta_.FindGroup(l.group);
-    SLM_ASSIGN_OR_RETURN(uint64_t bytes, CheckedByteSize(DType::kF32, {1, l.n_kv_heads, g->cache_len, l.head_dim}));
+    SLM_ASSIGN_OR_RETURN(uint64_t bytes, CheckedByteSize(cache_dt, {1, l.n_kv_heads, g->cache_len, l.head_dim}));
     k_caches_.push_back(Buffer::Allocate(bytes, *alloc_));
     v_caches_.push_back(Buffer::Allocate(bytes, *alloc_));
+  }
+  // Extra states (int8 row scales) through the same allocator, zeroed like the caches.
+  for (const io::CacheExtraState& e : meta_.cache_extra_states) {
+    SLM_ASSIGN_OR_RETURN(uint64_t bytes, CheckedByteSize(DType::kF32, e.shape));
+    (e.name[0] == 'k' ? k_scales_ : v_scales_).push_back(Buffer::Allocate(bytes, *alloc_));
   }
   history_.reserve(static_cast<size_t>(meta_.max_context_len));
 
@@ -149,13 +177,25 @@ Status HfStaticV1Session::ValidateMetadata() {
   if (meta_.max_context_len > INT32_MAX) return bad("metadata.max_context_len " + std::to_string(meta_.max_context_len) + " overflows the int32 input_pos");
   if (meta_.vocab_size < 1) return bad("metadata.vocab_size must be >= 1, found " + std::to_string(meta_.vocab_size));
   auto in_vocab = [&](int64_t id) { return id >= 0 && id < meta_.vocab_size; };
-  if (!in_vocab(meta_.pad_id)) return bad("metadata.pad_id " + std::to_string(meta_.pad_id) + " is outside the vocabulary [0, " + std::to_string(meta_.vocab_size) + ")");
+  if (meta_.pad_id && !in_vocab(*meta_.pad_id)) return bad("metadata.pad_id " + std::to_string(*meta_.pad_id) + " is outside the vocabulary [0, " + std::to_string(meta_.vocab_size) + ")");
   if (meta_.bos_id && !in_vocab(*meta_.bos_id)) return bad("metadata.bos_id " + std::to_string(*meta_.bos_id) + " is outside the vocabulary");
   for (size_t i = 0; i < meta_.eos_ids.size(); ++i) {
     if (!in_vocab(meta_.eos_ids[i])) return bad("metadata.eos_ids[" + std::to_string(i) + "] " + std::to_string(meta_.eos_ids[i]) + " is outside the vocabulary");
   }
-  if (meta_.cache_dtype != "float32") {
-    return Unsupported(file + ": metadata.cache.dtype '" + meta_.cache_dtype + "' is not supported (supported: float32)");
+  const std::string format = meta_.cache_format.empty() ? io::kCacheFormatF32 : meta_.cache_format;
+  if (format != io::kCacheFormatF32 && format != io::kCacheFormatInt8) {
+    return Unsupported(file + ": metadata.cache.format '" + format + "' is not supported (supported: " + io::kCacheFormatF32 + ", " +
+                       io::kCacheFormatInt8 + ")");
+  }
+  q8_ = format == io::kCacheFormatInt8;
+  const char* want_dtype = q8_ ? "int8" : "float32";
+  if (meta_.cache_dtype != want_dtype) {
+    return Unsupported(file + ": metadata.cache.dtype '" + meta_.cache_dtype + "' is not supported by metadata.cache.format '" + format +
+                       "' (expected " + want_dtype + ")");
+  }
+  if (!q8_ && !meta_.cache_extra_states.empty()) {
+    return bad("metadata.cache.extra_states has " + std::to_string(meta_.cache_extra_states.size()) + " entries, cache format " + format +
+               " has none");
   }
   if (meta_.groups.empty()) return bad("metadata.cache.groups is empty");
   std::set<std::string> group_names;
@@ -187,6 +227,27 @@ Status HfStaticV1Session::ValidateMetadata() {
   }
   for (const io::CacheGroup& g : meta_.groups) {
     if (!used_groups.count(g.name)) return bad("metadata.cache.groups: group '" + g.name + "' is used by no layer (group and layer counts disagree)");
+  }
+  if (q8_) {
+    // Exactly the row scales of every cache, in order (k then v per layer), exact geometry.
+    const size_t want = 2 * meta_.layers.size();
+    if (meta_.cache_extra_states.size() != want) {
+      return bad("metadata.cache.extra_states has " + std::to_string(meta_.cache_extra_states.size()) + " entries, cache format " + format +
+                 " needs " + std::to_string(want) + " (k_scale.<i> and v_scale.<i> per layer)");
+    }
+    for (size_t j = 0; j < want; ++j) {
+      const io::CacheExtraState& e = meta_.cache_extra_states[j];
+      const int64_t i = static_cast<int64_t>(j / 2);
+      const char kv = j % 2 == 0 ? 'k' : 'v';
+      const io::CacheLayer& l = meta_.layers[static_cast<size_t>(i)];
+      const Shape shape = {1, l.n_kv_heads, meta_.FindGroup(l.group)->cache_len};
+      const std::string f = "metadata.cache.extra_states[" + std::to_string(j) + "]";
+      const std::string name = io::KvScaleStateName(kv, i), of = std::string(1, kv) + "_cache." + std::to_string(i);
+      if (e.name != name) return bad(f + ".name is '" + e.name + "', expected '" + name + "'");
+      if (e.scales != of) return bad(f + ".scales is '" + e.scales + "', expected '" + of + "'");
+      if (e.dtype != "float32") return bad(f + ".dtype is '" + e.dtype + "', expected 'float32'");
+      if (e.shape != shape) return bad(f + ".shape is " + ShapeToString(e.shape) + ", expected " + ShapeToString(shape) + " ([1, n_kv_heads, cache_len])");
+    }
   }
   auto nl = meta_.model.find("num_layers");
   if (nl != meta_.model.end() && nl->is_number_integer() && nl->get<int64_t>() != static_cast<int64_t>(meta_.layers.size())) {
@@ -231,12 +292,24 @@ Status HfStaticV1Session::ValidateMetadata() {
     if (!so_binds.insert(s.binds).second) return bad(f + ".binds: state '" + s.binds + "' is bound by two outputs");
     int64_t li = IndexAfter(s.binds, "k_cache.");
     if (li < 0) li = IndexAfter(s.binds, "v_cache.");
+    if (li < 0 && q8_) li = IndexAfter(s.binds, "k_scale.");
+    if (li < 0 && q8_) li = IndexAfter(s.binds, "v_scale.");
     if (li < 0 || li >= static_cast<int64_t>(meta_.layers.size())) {
-      return bad(f + ".binds '" + s.binds + "' is not a cache state of this artifact (k_cache.<i> / v_cache.<i>, i < " +
-                 std::to_string(meta_.layers.size()) + ")");
+      return bad(f + ".binds '" + s.binds + "' is not a cache state of this artifact (k_cache.<i> / v_cache.<i>" +
+                 (q8_ ? " / k_scale.<i> / v_scale.<i>" : "") + ", i < " + std::to_string(meta_.layers.size()) + ")");
     }
   }
   return Status::Ok();
+}
+
+Buffer* HfStaticV1Session::StateBuffer(const std::string& name) {
+  const int64_t i = IndexAfter(name, name.substr(0, std::min<size_t>(name.size(), 8)));
+  if (i < 0) return nullptr;
+  const std::string base = name.substr(0, 8);
+  std::vector<Buffer>* v = base == "k_cache." ? &k_caches_ : base == "v_cache." ? &v_caches_
+                         : base == "k_scale." ? &k_scales_ : base == "v_scale." ? &v_scales_ : nullptr;
+  if (!v || i >= static_cast<int64_t>(v->size())) return nullptr;
+  return &(*v)[static_cast<size_t>(i)];
 }
 
 // Checks a method's signature against the metadata (exact geometry) and binds every buffer.
@@ -264,8 +337,9 @@ Status HfStaticV1Session::ValidateMethod(MethodSlot& slot) {
       continue;
     }
     const bool is_k = s.name.rfind("k_cache.", 0) == 0, is_v = s.name.rfind("v_cache.", 0) == 0;
-    if (is_k || is_v) {
-      const int64_t i = IndexAfter(s.name, is_k ? "k_cache." : "v_cache.");
+    const bool is_ks = q8_ && s.name.rfind("k_scale.", 0) == 0, is_vs = q8_ && s.name.rfind("v_scale.", 0) == 0;
+    if (is_k || is_v || is_ks || is_vs) {
+      const int64_t i = IndexAfter(s.name, s.name.substr(0, 8));
       if (i < 0 || i >= n_layers) {
         return InvalidArgument(where + ": input '" + s.name + "' overflows metadata.cache.layers (" + std::to_string(n_layers) +
                                " layers; layer counts disagree)");
@@ -301,8 +375,9 @@ Status HfStaticV1Session::ValidateMethod(MethodSlot& slot) {
   for (int64_t i = 0; i < n_layers; ++i) {
     const io::CacheLayer& l = meta_.layers[i];
     cache_shapes.push_back({1, l.n_kv_heads, meta_.FindGroup(l.group)->cache_len, l.head_dim});
-    SLM_RETURN_IF_ERROR(expect("k_cache." + std::to_string(i), DType::kF32, cache_shapes.back(), false));
-    SLM_RETURN_IF_ERROR(expect("v_cache." + std::to_string(i), DType::kF32, cache_shapes.back(), false));
+    const DType cd = q8_ ? DType::kI8 : DType::kF32;
+    SLM_RETURN_IF_ERROR(expect("k_cache." + std::to_string(i), cd, cache_shapes.back(), false));
+    SLM_RETURN_IF_ERROR(expect("v_cache." + std::to_string(i), cd, cache_shapes.back(), false));
   }
   const int64_t rows = slot.selected ? 1 : T;
   SLM_RETURN_IF_ERROR(expect(meta_.logits_output, DType::kF32, {1, rows, meta_.vocab_size}, true));
@@ -348,12 +423,15 @@ Status HfStaticV1Session::ValidateMethod(MethodSlot& slot) {
     SLM_RETURN_IF_ERROR(m.BindInput("k_cache." + std::to_string(i), k_caches_[i].data(), k_caches_[i].size()));
     SLM_RETURN_IF_ERROR(m.BindInput("v_cache." + std::to_string(i), v_caches_[i].data(), v_caches_[i].size()));
   }
+  for (const io::CacheExtraState& e : meta_.cache_extra_states) {
+    SLM_RETURN_IF_ERROR(expect(e.name, DType::kF32, e.shape, false));
+    Buffer* b = StateBuffer(e.name);
+    SLM_RETURN_IF_ERROR(m.BindInput(e.name, b->data(), b->size()));
+  }
   // A state output is the same buffer as its state: an alias, never a copy.
   for (const io::StateOutput& so : meta_.state_outputs) {
-    const bool is_k = so.binds.rfind("k_cache.", 0) == 0;
-    const int64_t i = IndexAfter(so.binds, is_k ? "k_cache." : "v_cache.");
-    Buffer& b = is_k ? k_caches_[i] : v_caches_[i];
-    SLM_RETURN_IF_ERROR(m.BindOutput(so.output, b.data(), b.size()));
+    Buffer* b = StateBuffer(so.binds);
+    SLM_RETURN_IF_ERROR(m.BindOutput(so.output, b->data(), b->size()));
   }
   return m.BindOutput(meta_.logits_output, slot.logits.data(), slot.logits.size());
 }
@@ -428,7 +506,7 @@ Status HfStaticV1Session::RunChunk(MethodSlot& slot, std::span<const int32_t> to
   int32_t* ids = slot.ids.as<int32_t>();
   int32_t* pos = slot.pos.as<int32_t>();
   for (int64_t t = 0; t < T; ++t) {
-    ids[t] = t < n ? tokens[t] : meta_.pad_id;
+    ids[t] = t < n ? tokens[t] : meta_.PaddingId();
     pos[t] = t < n ? static_cast<int32_t>(this->pos() + t) : -1;
   }
   for (size_t gi = 0; gi < meta_.groups.size(); ++gi) {
@@ -510,6 +588,8 @@ void HfStaticV1Session::Reset(bool clear) {
   if (clear) {
     for (Buffer& b : k_caches_) std::memset(b.data(), 0, b.size());
     for (Buffer& b : v_caches_) std::memset(b.data(), 0, b.size());
+    for (Buffer& b : k_scales_) std::memset(b.data(), 0, b.size());
+    for (Buffer& b : v_scales_) std::memset(b.data(), 0, b.size());
   }
 }
 
@@ -541,11 +621,15 @@ Result<std::unique_ptr<Session>> HfStaticV1Session::Fork() const {
   SessionOptions o = options_;
   if (o.tail_policy == TailPolicy::kAuto) o.method_cost_ms = costs_;  // no second measurement
   auto copy = std::make_unique<HfStaticV1Session>();
-  SLM_RETURN_IF_ERROR(copy->Init(program_, o));
+  SLM_RETURN_IF_ERROR(InitOrRefuse(*copy, program_, o, "fork"));
   copy->options_.method_cost_ms = options_.method_cost_ms;
   for (size_t i = 0; i < k_caches_.size(); ++i) {
     std::memcpy(copy->k_caches_[i].data(), k_caches_[i].data(), k_caches_[i].size());
     std::memcpy(copy->v_caches_[i].data(), v_caches_[i].data(), v_caches_[i].size());
+  }
+  for (size_t i = 0; i < k_scales_.size(); ++i) {
+    std::memcpy(copy->k_scales_[i].data(), k_scales_[i].data(), k_scales_[i].size());
+    std::memcpy(copy->v_scales_[i].data(), v_scales_[i].data(), v_scales_[i].size());
   }
   copy->history_ = history_;
   return std::unique_ptr<Session>(std::move(copy));
@@ -561,8 +645,24 @@ Status HfStaticV1Session::SaveSnapshot(const std::string& path) const {
   s.cache_dtype = meta_.cache_dtype;
   s.groups = meta_.groups;
   s.layers = meta_.layers;
+  s.cache_format = meta_.cache_format;
   s.history = history_;
-  for (size_t i = 0; i < meta_.layers.size(); ++i) {
+  for (size_t i = 0; q8_ && i < meta_.layers.size(); ++i) {
+    const io::CacheLayer& l = meta_.layers[i];
+    const int64_t L = meta_.FindGroup(l.group)->cache_len;
+    const int64_t n = s.CommittedSlots(i);
+    for (int kv = 0; kv < 2; ++kv) {
+      const int8_t* src = (kv == 0 ? k_caches_[i] : v_caches_[i]).as<int8_t>();
+      const float* sc = (kv == 0 ? k_scales_[i] : v_scales_[i]).as<float>();
+      auto& dst = (kv == 0 ? s.k8 : s.v8).emplace_back();
+      auto& dsc = (kv == 0 ? s.k_scale : s.v_scale).emplace_back();
+      for (int64_t h = 0; h < l.n_kv_heads; ++h) {
+        dst.insert(dst.end(), src + h * L * l.head_dim, src + (h * L + n) * l.head_dim);
+        dsc.insert(dsc.end(), sc + h * L, sc + h * L + n);
+      }
+    }
+  }
+  for (size_t i = 0; !q8_ && i < meta_.layers.size(); ++i) {
     const io::CacheLayer& l = meta_.layers[i];
     const int64_t L = meta_.FindGroup(l.group)->cache_len;
     const int64_t n = s.CommittedSlots(i);
@@ -582,7 +682,22 @@ Status HfStaticV1Session::SaveSnapshot(const std::string& path) const {
 Status HfStaticV1Session::LoadSnapshot(const std::string& path) {
   SLM_ASSIGN_OR_RETURN(SessionSnapshot s, ReadSessionSnapshot(path));
   SLM_RETURN_IF_ERROR(s.CheckGeometry(meta_, path));
-  for (size_t i = 0; i < meta_.layers.size(); ++i) {
+  for (size_t i = 0; q8_ && i < meta_.layers.size(); ++i) {
+    const io::CacheLayer& l = meta_.layers[i];
+    const int64_t L = meta_.FindGroup(l.group)->cache_len;
+    const int64_t n = s.CommittedSlots(i);
+    for (int kv = 0; kv < 2; ++kv) {
+      int8_t* dst = (kv == 0 ? k_caches_[i] : v_caches_[i]).as<int8_t>();
+      float* dsc = (kv == 0 ? k_scales_[i] : v_scales_[i]).as<float>();
+      const auto& src = kv == 0 ? s.k8[i] : s.v8[i];
+      const auto& ssc = kv == 0 ? s.k_scale[i] : s.v_scale[i];
+      for (int64_t h = 0; h < l.n_kv_heads; ++h) {
+        std::copy_n(src.data() + h * n * l.head_dim, n * l.head_dim, dst + h * L * l.head_dim);
+        std::copy_n(ssc.data() + h * n, n, dsc + h * L);
+      }
+    }
+  }
+  for (size_t i = 0; !q8_ && i < meta_.layers.size(); ++i) {
     const io::CacheLayer& l = meta_.layers[i];
     const int64_t L = meta_.FindGroup(l.group)->cache_len;
     const int64_t n = s.CommittedSlots(i);
@@ -605,7 +720,7 @@ Result<std::unique_ptr<Session>> CreateHfStaticV1Session(std::shared_ptr<const r
                                                          const SessionOptions& options) {
   if (!program) return InvalidArgument("hf_static v1: null program");
   auto s = std::make_unique<HfStaticV1Session>();
-  SLM_RETURN_IF_ERROR(s->Init(std::move(program), options));
+  SLM_RETURN_IF_ERROR(InitOrRefuse(*s, std::move(program), options, "session creation"));
   return std::unique_ptr<Session>(std::move(s));
 }
 

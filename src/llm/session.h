@@ -14,7 +14,9 @@
 //    every later request fails with FailedPrecondition until Reset() (or a successful
 //    LoadSnapshot(), which replaces the whole state).
 //  - Every state and I/O buffer comes from SessionOptions.allocator and lives as long as the
-//    session; the allocator must outlive the session (and its forks).
+//    session; the allocator must outlive the session (and its forks). An allocator that refuses
+//    a buffer (returns null) makes Create/Fork fail with ResourceExhausted, every buffer already
+//    obtained freed, the forked session untouched (tests/llm/session_fault_test.cc).
 #pragma once
 
 #include <cstdint>

@@ -69,6 +69,7 @@ Status SessionSnapshot::CheckGeometry(const io::ContractMetadata& m, const std::
   if (max_context_len != m.max_context_len) return differ("max_context_len", std::to_string(max_context_len), std::to_string(m.max_context_len));
   if (vocab_size != m.vocab_size) return differ("vocab_size", std::to_string(vocab_size), std::to_string(m.vocab_size));
   if (cache_dtype != m.cache_dtype) return differ("cache.dtype", cache_dtype, m.cache_dtype);
+  if (cache_format != m.cache_format) return differ("cache.format", "'" + cache_format + "'", "'" + m.cache_format + "'");
   if (groups.size() != m.groups.size()) return differ("cache.groups", std::to_string(groups.size()) + " groups", std::to_string(m.groups.size()));
   for (size_t i = 0; i < groups.size(); ++i) {
     const std::string f = "cache.groups[" + std::to_string(i) + "]";
@@ -95,6 +96,7 @@ Status WriteSessionSnapshot(const std::string& path, const SessionSnapshot& snap
   h["vocab_size"] = snap.vocab_size;
   h["byte_order"] = "little";
   h["cache"]["dtype"] = snap.cache_dtype;
+  if (!snap.cache_format.empty()) h["cache"]["format"] = snap.cache_format;
   h["cache"]["groups"] = json::array();
   for (const io::CacheGroup& g : snap.groups) h["cache"]["groups"].push_back({{"name", g.name}, {"cache_len", g.cache_len}, {"window", g.window}});
   h["cache"]["layers"] = json::array();
@@ -108,9 +110,17 @@ Status WriteSessionSnapshot(const std::string& path, const SessionSnapshot& snap
   PutU32(file, 12, static_cast<uint32_t>(header_json.size()));
   file += header_json;
   Append(file, snap.history.data(), snap.history.size());
+  const bool q8 = snap.cache_format == io::kCacheFormatInt8;
   for (size_t i = 0; i < snap.layers.size(); ++i) {
-    Append(file, snap.k[i].data(), snap.k[i].size());
-    Append(file, snap.v[i].data(), snap.v[i].size());
+    if (q8) {  // per layer: K rows, K scales, V rows, V scales
+      Append(file, snap.k8[i].data(), snap.k8[i].size());
+      Append(file, snap.k_scale[i].data(), snap.k_scale[i].size());
+      Append(file, snap.v8[i].data(), snap.v8[i].size());
+      Append(file, snap.v_scale[i].data(), snap.v_scale[i].size());
+    } else {
+      Append(file, snap.k[i].data(), snap.k[i].size());
+      Append(file, snap.v[i].data(), snap.v[i].size());
+    }
   }
   PutU64(file, 16, file.size() - kSnapshotHeaderBytes);
   PutU64(file, 24, Checksum(file));
@@ -143,6 +153,7 @@ Result<SessionSnapshot> ReadSessionSnapshot(const std::string& path) {
     s.vocab_size = h.at("vocab_size").get<int64_t>();
     if (h.at("byte_order").get<std::string>() != "little") return bad("field 'byte_order': only 'little' is supported");
     s.cache_dtype = h.at("cache").at("dtype").get<std::string>();
+    if (h.at("cache").contains("format")) s.cache_format = h.at("cache").at("format").get<std::string>();
     for (const json& g : h.at("cache").at("groups")) s.groups.push_back({g.at("name").get<std::string>(), g.at("cache_len").get<int64_t>(), g.at("window").get<int64_t>()});
     for (const json& l : h.at("cache").at("layers")) s.layers.push_back({l.at("group").get<std::string>(), l.at("n_kv_heads").get<int64_t>(), l.at("head_dim").get<int64_t>()});
     const int64_t pos = h.at("pos").get<int64_t>();
@@ -151,7 +162,12 @@ Result<SessionSnapshot> ReadSessionSnapshot(const std::string& path) {
   } catch (const json::exception& e) {
     return bad(std::string("header: ") + e.what());
   }
-  if (s.cache_dtype != "float32") return Unsupported(path + ": session snapshot: cache dtype '" + s.cache_dtype + "' is not supported");
+  const bool q8 = s.cache_format == io::kCacheFormatInt8;
+  if (!(s.cache_format.empty() && s.cache_dtype == "float32") && !(q8 && s.cache_dtype == "int8")) {
+    return Unsupported(path + ": session snapshot: cache dtype '" + s.cache_dtype + "' format '" + s.cache_format + "' is not supported");
+  }
+  // Bytes per cache element and per stored row's scale.
+  const uint64_t elem = q8 ? 1 : sizeof(float), scale_bytes = q8 ? sizeof(float) : 0;
   // Expected payload size from the header, overflow-safe: every count is bounded by pos ≤ max
   // context and by the file size checked below.
   uint64_t need = json_bytes + s.history.size() * sizeof(int32_t);
@@ -165,14 +181,25 @@ Result<SessionSnapshot> ReadSessionSnapshot(const std::string& path) {
     }
     const uint64_t n = static_cast<uint64_t>(l.n_kv_heads) * s.CommittedSlots(i) * l.head_dim;
     layer_floats.push_back(n);
-    need += 2 * n * sizeof(float);
+    need += 2 * n * elem + 2 * (n / l.head_dim) * scale_bytes;
     if (need > payload) break;
   }
   if (need != payload) return bad("payload holds " + std::to_string(payload) + " bytes, the header describes " + std::to_string(need));
   size_t at = kSnapshotHeaderBytes + json_bytes;
   std::memcpy(s.history.data(), file.data() + at, s.history.size() * sizeof(int32_t));
   at += s.history.size() * sizeof(int32_t);
-  for (size_t i = 0; i < s.layers.size(); ++i) {
+  for (size_t i = 0; q8 && i < s.layers.size(); ++i) {
+    const size_t n = layer_floats[i], rows = n / static_cast<size_t>(s.layers[i].head_dim);
+    for (int kv = 0; kv < 2; ++kv) {
+      auto& q = (kv == 0 ? s.k8 : s.v8).emplace_back(n);
+      std::memcpy(q.data(), file.data() + at, n);
+      at += n;
+      auto& sc = (kv == 0 ? s.k_scale : s.v_scale).emplace_back(rows);
+      std::memcpy(sc.data(), file.data() + at, rows * sizeof(float));
+      at += rows * sizeof(float);
+    }
+  }
+  for (size_t i = 0; !q8 && i < s.layers.size(); ++i) {
     s.k.emplace_back(layer_floats[i]);
     s.v.emplace_back(layer_floats[i]);
     std::memcpy(s.k[i].data(), file.data() + at, layer_floats[i] * sizeof(float));

@@ -24,11 +24,17 @@ struct SessionSnapshot {
   int64_t max_context_len = 0;
   int64_t vocab_size = 0;
   std::string cache_dtype;
+  std::string cache_format;  // "" (float32, kv_f32_v1) or io::kCacheFormatInt8
   std::vector<io::CacheGroup> groups;
   std::vector<io::CacheLayer> layers;
   std::vector<int32_t> history;  // committed tokens; pos = history.size()
   // Per layer: the committed slots [0, min(pos, cache_len)) of each head, [Hkv, n_slots, hd] f32.
+  // float32 caches only.
   std::vector<std::vector<float>> k, v;
+  // int8 caches (cache_format kv_int8_tokenhead_v1) only: per layer the committed rows
+  // [Hkv, n_slots, hd] int8 and their scales [Hkv, n_slots] f32.
+  std::vector<std::vector<int8_t>> k8, v8;
+  std::vector<std::vector<float>> k_scale, v_scale;
 
   // Slots of `layer` that hold committed rows: min(pos, cache_len of its group).
   int64_t CommittedSlots(size_t layer) const;

@@ -172,6 +172,8 @@ Result<TokenizerBundle> LoadFromArtifact(const std::string& path) {
   SLM_ASSIGN_OR_RETURN(io::ContractMetadata meta, io::ContractMetadata::FromJson(file->metadata_json()));
   b.add_special.prefix.clear();
   if (meta.add_bos && meta.bos_id) b.add_special.prefix.push_back(*meta.bos_id);
+  // And EOS (add_eos_token), which a SentencePiece model file alone cannot say.
+  b.add_special.suffix = meta.add_eos ? meta.add_eos_ids : std::vector<int32_t>{};
   return b;
 }
 
@@ -265,6 +267,7 @@ Result<std::optional<EmbeddedTokenizer>> PackCheckpointTokenizer(const std::stri
   // Load once: an unsupported tokenizer fails the compile, naming what is unsupported.
   SLM_ASSIGN_OR_RETURN(TokenizerBundle check, LoadFiles(e.kind, collected->files, e.source));
   e.adds_bos = !check.add_special.prefix.empty();
+  e.suffix_ids = check.add_special.suffix;
   return std::optional<EmbeddedTokenizer>(std::move(e));
 }
 

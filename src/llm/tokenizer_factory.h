@@ -46,6 +46,8 @@ struct EmbeddedTokenizer {
   // Whether HF's encode(add_special_tokens=True) starts with BOS for this tokenizer (its
   // post_processor / tokenizer_config.json add_bos_token); the artifact's add_bos follows it.
   bool adds_bos = true;
+  // The ids encode(add_special_tokens=True) appends (EOS when add_eos_token), for the metadata.
+  std::vector<int32_t> suffix_ids;
 };
 
 // The tokenizer `checkpoint_dir` ships, packed for the artifact (nullopt when it ships none).

@@ -25,8 +25,9 @@ io::ContractMetadata MakeMetadata(const ModelSpec& spec, const CacheLayout& cach
   m.vocab_size = spec.vocab_size;
   m.bos_id = spec.bos_id;
   m.eos_ids = spec.eos_ids;
-  m.pad_id = spec.pad_id.value_or(0);
+  m.pad_id = spec.pad_id;  // none stays none (JSON null), never 0
   m.add_bos = spec.add_bos;
+  m.add_eos = spec.add_eos;
   for (const MethodOptions& mo : methods) {
     m.methods.push_back({mo.name, mo.step > 1 ? "prefill" : "decode", mo.step,
                          mo.logits_selected ? "selected" : "all"});
@@ -35,6 +36,7 @@ io::ContractMetadata MakeMetadata(const ModelSpec& spec, const CacheLayout& cach
   m.layers = cache.layers;
   m.tokenizer_kind = tokenizer_kind;
   m.chat_template = spec.chat_template;
+  m.chat_templates = spec.chat_templates;
   m.generation_defaults = spec.generation_defaults;
   m.model = {{"architecture", spec.architecture},
              {"model_type", spec.model_type},
@@ -103,6 +105,7 @@ Result<PreparedCompile> PrepareCompile(const std::string& dir, const CompileOpti
   };
 
   CacheLayout cache = MakeCacheLayout(spec, max_ctx, options.sliding_mode);
+  cache.kv_dtype = options.kv_cache;
   std::vector<graph::Graph> graphs;
   for (const MethodOptions& mo : methods) {
     SLM_ASSIGN_OR_RETURN(graph::Graph g, BuildMethodGraph(spec, cache, lookup, mo));
@@ -119,9 +122,16 @@ Result<PreparedCompile> PrepareCompile(const std::string& dir, const CompileOpti
   }
   PreparedCompile prepared;
   prepared.metadata = MakeMetadata(spec, cache, methods, max_ctx, tokenizer_kind);
+  DescribeCacheFormat(cache, prepared.metadata);
   // BPE tokenizers decide BOS themselves (GPT-2/Qwen2 add none, Llama 3 adds one); the
   // SentencePiece rule (tokenizer_config.json add_bos_token, default true) is the spec's.
   if (packed && packed->kind != "sentencepiece") prepared.metadata.add_bos = packed->adds_bos;
+  // EOS: exactly what encode(add_special_tokens=True) appends for the packed tokenizer
+  // (SentencePiece: tokenizer_config.json add_eos_token; others: their post-processor).
+  if (packed) {
+    prepared.metadata.add_eos_ids = packed->suffix_ids;
+    prepared.metadata.add_eos = !packed->suffix_ids.empty();
+  }
   if (options.state_outputs) {
     // Every method returns the same states, so the bindings of the last one describe them all.
     for (graph::Graph& g : graphs) {

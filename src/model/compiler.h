@@ -22,6 +22,8 @@ struct CompileOptions {
   // Cache of sliding-window layers: a ring of `window` slots, or full-length (max context,
   // window enforced by the mask). Ignored by models without sliding layers.
   SlidingMode sliding_mode = SlidingMode::kRing;
+  // Element type of the KV caches: f32, or int8 with per-(token, head) scales (--kv-cache).
+  KvCacheDType kv_cache = KvCacheDType::kF32;
 };
 
 struct CompileReport {

@@ -39,6 +39,9 @@ class Builder {
   int32_t Tmp(const std::string& name, Shape shape) {
     return g_.AddIntermediate(name, DType::kF32, std::move(shape));
   }
+  int32_t TmpI8(const std::string& name, Shape shape) {
+    return g_.AddIntermediate(name, DType::kI8, std::move(shape));
+  }
 
   void Emit(OpKind kind, std::vector<int32_t> in, std::vector<int32_t> out, std::string debug,
             std::vector<int64_t> ints = {}, std::vector<float> floats = {}) {
@@ -96,6 +99,37 @@ Result<SlidingMode> ParseSlidingMode(const std::string& name) {
   return InvalidArgument("sliding mode '" + name + "' is not one of: ring, full-length");
 }
 
+Result<KvCacheDType> ParseKvCacheDType(const std::string& name) {
+  if (name == "f32" || name == "float32") return KvCacheDType::kF32;
+  if (name == "int8") return KvCacheDType::kInt8;
+  return InvalidArgument("kv cache dtype '" + name + "' is not one of: f32, int8");
+}
+
+const char* KvCacheDTypeName(KvCacheDType t) { return t == KvCacheDType::kInt8 ? "int8" : "f32"; }
+
+void DescribeCacheFormat(const CacheLayout& cache, io::ContractMetadata& meta) {
+  meta.cache_extra_states.clear();
+  if (cache.kv_dtype == KvCacheDType::kF32) {
+    meta.cache_dtype = "float32";
+    meta.cache_format.clear();  // absent = kv_f32_v1: readable by runners older than the field
+    return;
+  }
+  meta.cache_dtype = "int8";
+  meta.cache_format = io::kCacheFormatInt8;
+  for (size_t i = 0; i < cache.layers.size(); ++i) {
+    const io::CacheLayer& l = cache.layers[i];
+    int64_t len = 0;
+    for (const io::CacheGroup& g : cache.groups) {
+      if (g.name == l.group) len = g.cache_len;
+    }
+    for (char kv : {'k', 'v'}) {
+      meta.cache_extra_states.push_back({io::KvScaleStateName(kv, int64_t(i)),
+                                         std::string(1, kv) + "_cache." + std::to_string(i), "float32",
+                                         {1, l.n_kv_heads, len}});
+    }
+  }
+}
+
 const char* SlidingModeName(SlidingMode mode) {
   return mode == SlidingMode::kRing ? "ring" : "full-length";
 }
@@ -127,6 +161,8 @@ struct LayerInputs {
   int32_t pos, mask, k_cache, v_cache, inv_freq;
   const RopeSpec* rope;
   float rope_scaling;
+  int64_t rope_switch_len;  // > 0: inv_freq is [2, rot/2] (longrope short; long), see kRope
+  int32_t k_scale = -1, v_scale = -1;  // int8 caches only: [1, Hkv, L] f32 row scales
 };
 
 Result<int32_t> BuildLayer(Builder& b, const ModelSpec& spec, int64_t i, int64_t T, int32_t x,
@@ -156,12 +192,30 @@ Result<int32_t> BuildLayer(Builder& b, const ModelSpec& spec, int64_t i, int64_t
   const int32_t q_rot = b.Tmp(L + ".q_rope", {T, Hq * hd});
   const int32_t k_rot = b.Tmp(L + ".k_rope", {T, Hkv * hd});
   const std::vector<float> rope_f = {in.rope_scaling};
-  b.Emit(OpKind::kRope, {q, in.pos, in.inv_freq}, {q_rot}, P + ".self_attn.rotary_emb(q)", {Hq, hd, in.rope->rotary_dim}, rope_f);
-  b.Emit(OpKind::kRope, {k, in.pos, in.inv_freq}, {k_rot}, P + ".self_attn.rotary_emb(k)", {Hkv, hd, in.rope->rotary_dim}, rope_f);
+  std::vector<int64_t> q_ints = {Hq, hd, in.rope->rotary_dim}, k_ints = {Hkv, hd, in.rope->rotary_dim};
+  if (in.rope_switch_len > 0) {
+    q_ints.push_back(in.rope_switch_len);
+    k_ints.push_back(in.rope_switch_len);
+  }
+  b.Emit(OpKind::kRope, {q, in.pos, in.inv_freq}, {q_rot}, P + ".self_attn.rotary_emb(q)", q_ints, rope_f);
+  b.Emit(OpKind::kRope, {k, in.pos, in.inv_freq}, {k_rot}, P + ".self_attn.rotary_emb(k)", k_ints, rope_f);
   const int32_t attn = b.Tmp(L + ".attn", {T, Hq * hd});
-  b.Emit(OpKind::kAttention, {q_rot, k_rot, v, in.k_cache, in.v_cache, in.mask}, {attn}, P + ".self_attn",
-         {Hq, Hkv, hd}, {static_cast<float>(spec.attn_scale), static_cast<float>(spec.attn_softcap)});
-  b.Emit(OpKind::kKvCommit, {k_rot, v, in.pos, in.k_cache, in.v_cache}, {}, P + ".self_attn(cache commit)");
+  const std::vector<float> attn_f = {static_cast<float>(spec.attn_scale), static_cast<float>(spec.attn_softcap)};
+  if (in.k_scale < 0) {
+    b.Emit(OpKind::kAttention, {q_rot, k_rot, v, in.k_cache, in.v_cache, in.mask}, {attn}, P + ".self_attn", {Hq, Hkv, hd}, attn_f);
+    b.Emit(OpKind::kKvCommit, {k_rot, v, in.pos, in.k_cache, in.v_cache}, {}, P + ".self_attn(cache commit)");
+  } else {
+    // Int8 caches: this call's rows are quantized once, then attended to and committed as int8,
+    // so every path (chunked prefill, one-token decode) sees the same quantized keys and values.
+    const int32_t kq = b.TmpI8(L + ".k_q8", {T, Hkv * hd}), ks = b.Tmp(L + ".k_q8_scale", {T, Hkv});
+    const int32_t vq = b.TmpI8(L + ".v_q8", {T, Hkv * hd}), vs = b.Tmp(L + ".v_q8_scale", {T, Hkv});
+    b.Emit(OpKind::kQuantizeKv, {k_rot}, {kq, ks}, P + ".self_attn(quantize k)", {Hkv, hd});
+    b.Emit(OpKind::kQuantizeKv, {v}, {vq, vs}, P + ".self_attn(quantize v)", {Hkv, hd});
+    b.Emit(OpKind::kAttentionQ8, {q_rot, kq, ks, vq, vs, in.k_cache, in.k_scale, in.v_cache, in.v_scale, in.mask}, {attn},
+           P + ".self_attn", {Hq, Hkv, hd}, attn_f);
+    b.Emit(OpKind::kKvCommitQ8, {kq, ks, vq, vs, in.pos, in.k_cache, in.k_scale, in.v_cache, in.v_scale}, {},
+           P + ".self_attn(cache commit)");
+  }
   SLM_ASSIGN_OR_RETURN(int32_t o, b.Linear(attn, T, P + ".self_attn.o_proj", Hq * hd, D, spec.o_bias, L + ".o"));
   if (!spec.AttnOutNormSuffix().empty()) {
     SLM_ASSIGN_OR_RETURN(o, b.Norm(o, T, spec.LayerWeight(i, spec.AttnOutNormSuffix()), L + ".attn_out_norm"));
@@ -181,9 +235,12 @@ Result<int32_t> BuildLayer(Builder& b, const ModelSpec& spec, int64_t i, int64_t
     SLM_ASSIGN_OR_RETURN(up, b.Linear(h2, T, P + ".mlp.up_proj", D, F, spec.mlp_bias, L + ".up"));
   }
   const int32_t act = b.Tmp(L + ".act", {T, F});
-  // ParseModelSpec admits exactly these two activations.
-  const OpKind glu = spec.hidden_act == "silu" ? OpKind::kSwiGlu : OpKind::kGeGlu;
-  b.Emit(glu, {gate, up}, {act}, P + ".mlp.act_fn");
+  // ParseModelSpec admits exactly these activations; GeGlu's attribute: 1 = exact erf GELU.
+  if (spec.hidden_act == "silu") {
+    b.Emit(OpKind::kSwiGlu, {gate, up}, {act}, P + ".mlp.act_fn");
+  } else {
+    b.Emit(OpKind::kGeGlu, {gate, up}, {act}, P + ".mlp.act_fn", {spec.hidden_act == "gelu" ? 1 : 0});
+  }
   SLM_ASSIGN_OR_RETURN(int32_t down, b.Linear(act, T, P + ".mlp.down_proj", F, D, spec.mlp_bias, L + ".down"));
   if (!spec.MlpOutNormSuffix().empty()) {
     SLM_ASSIGN_OR_RETURN(down, b.Norm(down, T, spec.LayerWeight(i, spec.MlpOutNormSuffix()), L + ".mlp_out_norm"));
@@ -203,7 +260,7 @@ Result<Graph> BuildMethodGraph(const ModelSpec& spec, const CacheLayout& cache,
     return Internal("cache layout has " + std::to_string(cache.layers.size()) + " layers, model " +
                     std::to_string(spec.num_layers));
   }
-  if (spec.hidden_act != "silu" && spec.hidden_act != "gelu_pytorch_tanh") {
+  if (spec.hidden_act != "silu" && spec.hidden_act != "gelu_pytorch_tanh" && spec.hidden_act != "gelu") {
     return Unsupported("hidden_act '" + spec.hidden_act + "' has no graph op");
   }
   Graph g;
@@ -221,8 +278,9 @@ Result<Graph> BuildMethodGraph(const ModelSpec& spec, const CacheLayout& cache,
   }
   const int32_t logits_row =
       opt.logits_selected ? g.AddInput("logits_row", DType::kI32, {1}) : -1;
-  std::vector<int32_t> k_caches, v_caches;
+  std::vector<int32_t> k_caches, v_caches, k_scales, v_scales;
   std::vector<int64_t> layer_group;
+  const bool q8 = cache.kv_dtype == KvCacheDType::kInt8;
   for (int64_t i = 0; i < spec.num_layers; ++i) {
     const io::CacheLayer& l = cache.layers[i];
     int64_t gi = -1;
@@ -232,8 +290,14 @@ Result<Graph> BuildMethodGraph(const ModelSpec& spec, const CacheLayout& cache,
     if (gi < 0) return Internal("layer " + std::to_string(i) + ": unknown cache group " + l.group);
     layer_group.push_back(gi);
     const Shape cs = {1, l.n_kv_heads, cache.groups[gi].cache_len, l.head_dim};
-    k_caches.push_back(g.AddInput("k_cache." + std::to_string(i), DType::kF32, cs, graph::ValueKind::kState));
-    v_caches.push_back(g.AddInput("v_cache." + std::to_string(i), DType::kF32, cs, graph::ValueKind::kState));
+    const DType cd = q8 ? DType::kI8 : DType::kF32;
+    k_caches.push_back(g.AddInput("k_cache." + std::to_string(i), cd, cs, graph::ValueKind::kState));
+    v_caches.push_back(g.AddInput("v_cache." + std::to_string(i), cd, cs, graph::ValueKind::kState));
+    if (q8) {  // per (head, slot) row scales: extra states, declared in the metadata
+      const Shape ss = {1, l.n_kv_heads, cache.groups[gi].cache_len};
+      k_scales.push_back(g.AddInput(io::KvScaleStateName('k', i), DType::kF32, ss, graph::ValueKind::kState));
+      v_scales.push_back(g.AddInput(io::KvScaleStateName('v', i), DType::kF32, ss, graph::ValueKind::kState));
+    }
   }
 
   // Rope tables: folded at compile time from the config; identical in every method, so the
@@ -241,13 +305,24 @@ Result<Graph> BuildMethodGraph(const ModelSpec& spec, const CacheLayout& cache,
   struct FoldedRope {
     int32_t inv_freq;
     float scaling;
+    int64_t switch_len;
   };
   auto fold = [&](const RopeSpec& r, const std::string& name) {
     RopeTables t = ComputeRopeTables(r);
+    const int64_t half = static_cast<int64_t>(t.inv_freq.size());
+    if (t.switch_len > 0) {
+      // longrope: rows [short; long], the kernel picks one per call (kRope in graph.h).
+      std::vector<float> both = t.inv_freq;
+      both.insert(both.end(), t.long_inv_freq.begin(), t.long_inv_freq.end());
+      const int32_t id = g.AddConstant(
+          name, DType::kF32, {2, half},
+          graph::MakeF32Constant(both, name + " (short; long factors) folded from config.json"));
+      return FoldedRope{id, t.attention_scaling, t.switch_len};
+    }
     const int32_t id = g.AddConstant(
-        name, DType::kF32, {static_cast<int64_t>(t.inv_freq.size())},
+        name, DType::kF32, {half},
         graph::MakeF32Constant(t.inv_freq, name + " folded from config.json"));
-    return FoldedRope{id, t.attention_scaling};
+    return FoldedRope{id, t.attention_scaling, 0};
   };
   const FoldedRope global_rope = fold(spec.rope, "rope.inv_freq");
   std::optional<FoldedRope> local_rope;
@@ -264,7 +339,11 @@ Result<Graph> BuildMethodGraph(const ModelSpec& spec, const CacheLayout& cache,
     const bool local = local_rope && spec.layer_window[i] > 0;
     const FoldedRope& r = local ? *local_rope : global_rope;
     LayerInputs in{pos, masks[layer_group[i]], k_caches[i], v_caches[i], r.inv_freq,
-                   &spec.LayerRope(i), r.scaling};
+                   &spec.LayerRope(i), r.scaling, r.switch_len};
+    if (q8) {
+      in.k_scale = k_scales[i];
+      in.v_scale = v_scales[i];
+    }
     SLM_ASSIGN_OR_RETURN(x, BuildLayer(b, spec, i, T, x, in));
   }
 

@@ -37,11 +37,24 @@ struct MethodOptions {
   bool logits_selected = false;  // [1,1,V] from `logits_row`, else [1,T,V]
 };
 
+// Element type of the KV caches (compile option --kv-cache).
+enum class KvCacheDType {
+  kF32,   // cache format kv_f32_v1
+  kInt8,  // cache format kv_int8_tokenhead_v1: int8 rows + f32 scales per (token, head)
+};
+Result<KvCacheDType> ParseKvCacheDType(const std::string& name);  // "f32" | "int8"
+const char* KvCacheDTypeName(KvCacheDType t);                       // "f32" | "int8"
+
 // Cache geometry shared by all methods of an artifact (one entry per layer, groups by name).
 struct CacheLayout {
   std::vector<io::CacheGroup> groups;
   std::vector<io::CacheLayer> layers;
+  KvCacheDType kv_dtype = KvCacheDType::kF32;
 };
+
+// Writes the layout's cache dtype, format and extra states (int8: "k_scale.<i>" /
+// "v_scale.<i>", [1, Hkv, cache_len] f32) into `meta` (metadata.cache).
+void DescribeCacheFormat(const CacheLayout& cache, io::ContractMetadata& meta);
 
 // How sliding-window layers keep their cache.
 enum class SlidingMode {

@@ -206,11 +206,16 @@ Status ParseLayerOptions(const JsonObject& c, const ArchitectureEntry& arch, Mod
   if (lm_head_bias) {
     return Unsupported(c.Where("lm_head_bias") + " is true, not supported (no lm_head bias)");
   }
+  // The key each family's MLP reads (transformers today: GemmaMLP ACT2FN[hidden_act], Gemma 2/3
+  // ACT2FN[hidden_activation]). A GeGLU family takes either GELU ACT2FN knows as torch's own:
+  // "gelu_pytorch_tanh" (approximate='tanh') or "gelu" (GELUActivation: exact erf).
   SLM_ASSIGN_OR_RETURN(s->hidden_act, c.StringOr(arch.act_key, arch.act_default));
-  const std::string supported = arch.act_default;
-  if (s->hidden_act != supported) {
+  const std::string family_act = arch.act_default;
+  const bool geglu_family = family_act == "gelu_pytorch_tanh";
+  if (s->hidden_act != family_act && !(geglu_family && s->hidden_act == "gelu")) {
     return Unsupported(c.Where(arch.act_key) + " is '" + s->hidden_act + "', not supported for " +
-                       s->architecture + "; supported: " + supported);
+                       s->architecture + "; supported: " +
+                       (geglu_family ? family_act + ", gelu" : family_act));
   }
   s->fused_qkv = s->fused_gate_up = arch.fused;
   s->qk_norm = arch.qk_norm;
@@ -455,6 +460,55 @@ bool IsFile(const std::string& path) {
   return fs::is_regular_file(path, ec);
 }
 
+// Offset of the first byte that breaks UTF-8 (overlong forms, surrogates and values past
+// U+10FFFF included, as Python's strict decoder), or npos.
+size_t FirstInvalidUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    size_t n = 0;
+    uint32_t cp = 0;
+    if (b < 0x80) { ++i; continue; }
+    if (b >= 0xC2 && b <= 0xDF) { n = 1; cp = b & 0x1F; }
+    else if (b >= 0xE0 && b <= 0xEF) { n = 2; cp = b & 0x0F; }
+    else if (b >= 0xF0 && b <= 0xF4) { n = 3; cp = b & 0x07; }
+    else return i;
+    for (size_t k = 1; k <= n; ++k) {
+      if (i + k >= s.size()) return i;
+      const auto c = static_cast<unsigned char>(s[i + k]);
+      if ((c & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (c & 0x3F);
+    }
+    if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+        (cp >= 0xD800 && cp <= 0xDFFF)) {
+      return i;
+    }
+    i += n + 1;
+  }
+  return std::string::npos;
+}
+
+// A .jinja template as transformers holds it: open(path, encoding="utf-8").read(), i.e.
+// strict UTF-8 and universal newlines ("\r\n" and lone "\r" read as "\n").
+Result<std::string> ReadTemplateFile(const std::string& path) {
+  SLM_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path));
+  if (size_t bad = FirstInvalidUtf8(bytes); bad != std::string::npos) {
+    return InvalidArgument(path + ": byte " + std::to_string(bad) +
+                           " is not valid UTF-8, expected a UTF-8 text file (a Jinja chat template)");
+  }
+  std::string text;
+  text.reserve(bytes.size());
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    if (bytes[i] == '\r') {
+      text += '\n';
+      if (i + 1 < bytes.size() && bytes[i + 1] == '\n') ++i;
+    } else {
+      text += bytes[i];
+    }
+  }
+  return text;
+}
+
 }  // namespace
 
 std::string ModelSpec::EmbedName() const { return "model.embed_tokens.weight"; }
@@ -501,29 +555,14 @@ Result<ModelSpec> ParseModelSpec(const json& config, const std::string& source_n
 }
 
 Status CheckContextSupported(const ModelSpec& spec, int64_t max_context_len) {
-  for (const RopeSpec* r : {&spec.rope, spec.local_rope ? &*spec.local_rope : nullptr}) {
-    if (r != nullptr && r->scaling == RopeScalingType::kLongRope &&
-        max_context_len > r->original_max_position_embeddings) {
-      return Unsupported(spec.architecture + ": longrope switches to long_factor for sequences "
-                         "longer than original_max_position_embeddings " +
-                         std::to_string(r->original_max_position_embeddings) +
-                         ", which a static graph cannot reproduce; max context " +
-                         std::to_string(max_context_len) + " is too long (use --max-context <= " +
-                         std::to_string(r->original_max_position_embeddings) + ")");
-    }
+  if (max_context_len < 1) {
+    return InvalidArgument(spec.architecture + ": max context is " + std::to_string(max_context_len) +
+                           ", expected >= 1");
   }
   return Status::Ok();
 }
 
-int64_t LongestStaticContext(const ModelSpec& spec) {
-  int64_t n = spec.max_position_embeddings;
-  for (const RopeSpec* r : {&spec.rope, spec.local_rope ? &*spec.local_rope : nullptr}) {
-    if (r != nullptr && r->scaling == RopeScalingType::kLongRope) {
-      n = std::min(n, r->original_max_position_embeddings);
-    }
-  }
-  return n;
-}
+int64_t LongestStaticContext(const ModelSpec& spec) { return spec.max_position_embeddings; }
 
 Status ApplyGenerationConfig(const json& generation_config, const std::string& source_name,
                              ModelSpec* spec) {
@@ -544,14 +583,18 @@ Status ApplyTokenizerConfig(const json& tokenizer_config, const std::string& sou
   }
   JsonObject c(tokenizer_config, source_name);
   SLM_ASSIGN_OR_RETURN(spec->add_bos, c.BoolOr("add_bos_token", true));
+  SLM_ASSIGN_OR_RETURN(spec->add_eos, c.BoolOr("add_eos_token", false));
+  spec->chat_template.clear();
+  spec->chat_templates.clear();
   const json* tmpl = c.Get("chat_template");
   if (tmpl == nullptr) return Status::Ok();
   if (tmpl->is_string()) {
     spec->chat_template = tmpl->get<std::string>();
     return Status::Ok();
   }
-  // Older tokenizers store named templates, [{"name": ..., "template": ...}]; transformers
-  // applies the one named "default" when the caller names none.
+  // Named templates, [{"name": ..., "template": ...}] (transformers' legacy save format for a
+  // dict of templates): all are kept; transformers applies the one named "default" when the
+  // caller names none. A repeated name keeps the later entry, as the dict it came from would.
   if (!tmpl->is_array()) {
     return InvalidArgument(c.Where("chat_template") + " is " + io::DescribeJson(*tmpl) +
                            ", expected a string or a list of named templates");
@@ -565,9 +608,10 @@ Status ApplyTokenizerConfig(const json& tokenizer_config, const std::string& sou
     }
     JsonObject named(entry, source_name, field + ".");
     SLM_ASSIGN_OR_RETURN(std::string name, named.String("name"));
-    if (name == "default") {
-      SLM_ASSIGN_OR_RETURN(spec->chat_template, named.String("template"));
-    }
+    SLM_ASSIGN_OR_RETURN(spec->chat_templates[name], named.String("template"));
+  }
+  if (auto it = spec->chat_templates.find("default"); it != spec->chat_templates.end()) {
+    spec->chat_template = it->second;
   }
   return Status::Ok();
 }
@@ -598,10 +642,27 @@ Result<ModelSpec> LoadModelSpec(const std::string& checkpoint_dir) {
     SLM_ASSIGN_OR_RETURN(json tokenizer, io::ReadJsonFile(tokenizer_path));
     SLM_RETURN_IF_ERROR(ApplyTokenizerConfig(tokenizer, tokenizer_path, &spec));
   }
-  // Newer transformers versions save the template beside tokenizer_config.json, not in it.
+  // Newer transformers versions save templates beside tokenizer_config.json, not in it, and
+  // files win over the config's entry (PreTrainedTokenizerBase._from_pretrained).
+  std::map<std::string, std::string> files;
   const std::string jinja_path = (dir / "chat_template.jinja").string();
-  if (spec.chat_template.empty() && IsFile(jinja_path)) {
-    SLM_ASSIGN_OR_RETURN(spec.chat_template, ReadFileToString(jinja_path));
+  if (IsFile(jinja_path)) {
+    SLM_ASSIGN_OR_RETURN(files["default"], ReadTemplateFile(jinja_path));
+  }
+  const fs::path extra_dir = dir / "additional_chat_templates";
+  if (fs::is_directory(extra_dir, ec)) {
+    for (const fs::directory_entry& e : fs::directory_iterator(extra_dir, ec)) {
+      const fs::path& p = e.path();
+      if (p.extension() != ".jinja" || !IsFile(p.string())) continue;
+      SLM_ASSIGN_OR_RETURN(files[p.stem().string()], ReadTemplateFile(p.string()));
+    }
+  }
+  if (!files.empty()) {
+    auto it = files.find("default");
+    spec.chat_template = it != files.end() ? it->second : "";
+    // One default template is a plain string in transformers; anything else is a dict.
+    spec.chat_templates.clear();
+    if (!(files.size() == 1 && it != files.end())) spec.chat_templates = std::move(files);
   }
   return spec;
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,7 +36,8 @@ struct ModelSpec {
   bool tie_word_embeddings = false;  // lm_head shares the embedding matrix
   bool attention_bias = false;       // config.json attention_bias (see qkv_bias / o_bias)
   bool mlp_bias = false;             // gate/up/down projections have biases
-  // MLP activation: "silu" (SwiGLU MLP) or "gelu_pytorch_tanh" (GeGLU MLP, Gemma family).
+  // MLP activation: "silu" (SwiGLU MLP), or for the Gemma family's GeGLU MLP
+  // "gelu_pytorch_tanh" (tanh-approximated GELU) or "gelu" (exact erf GELU).
   std::string hidden_act = "silu";
   RopeSpec rope;  // global layers; validated: ComputeRopeTables(rope) is non-empty
 
@@ -70,14 +72,20 @@ struct ModelSpec {
   // Special ids (each in [0, vocab_size)). generation_config.json overrides config.json for
   // every key it sets. eos_ids may be empty (no stop token).
   std::optional<int32_t> bos_id;
-  std::optional<int32_t> pad_id;
+  std::optional<int32_t> pad_id;  // nullopt: the model has no pad token (never stored as 0)
   std::vector<int32_t> eos_ids;
-  bool add_bos = true;  // tokenizer_config.json "add_bos_token"
+  bool add_bos = true;   // tokenizer_config.json "add_bos_token" (LlamaTokenizer default true)
+  bool add_eos = false;  // tokenizer_config.json "add_eos_token" (default false)
   // generation_config.json verbatim (sampling defaults etc.), or an empty object.
   nlohmann::json generation_defaults = nlohmann::json::object();
-  // tokenizer_config.json "chat_template" (or its "default" entry, or chat_template.jinja);
-  // empty when the checkpoint has none.
+  // The chat template transformers applies when the caller names none, byte for byte: the
+  // string form of tokenizer_config.json "chat_template", or the entry named "default" of its
+  // list form, or chat_template.jinja. Empty when the checkpoint has none.
   std::string chat_template;
+  // Every named template, when the checkpoint has named ones (tokenizer_config.json's list
+  // form [{"name", "template"}], or chat_template.jinja + additional_chat_templates/<name>.jinja
+  // with at least one non-default name), "default" included; empty otherwise.
+  std::map<std::string, std::string> chat_templates;
 
   // HF tensor names. The graph builder asks for these instead of spelling them.
   std::string EmbedName() const;      // "model.embed_tokens.weight"
@@ -116,21 +124,24 @@ Result<ModelSpec> ParseModelSpec(const nlohmann::json& config, const std::string
 // as generation_defaults.
 Status ApplyGenerationConfig(const nlohmann::json& generation_config,
                              const std::string& source_name, ModelSpec* spec);
-// Reads add_bos_token and chat_template from a parsed tokenizer_config.json.
+// Reads add_bos_token, add_eos_token and chat_template (a string, or a list of named templates)
+// from a parsed tokenizer_config.json.
 Status ApplyTokenizerConfig(const nlohmann::json& tokenizer_config,
                             const std::string& source_name, ModelSpec* spec);
 
-// Checks that the spec can be compiled for a context of `max_context_len` tokens: longrope
-// switches to its long factors once a sequence passes original_max_position_embeddings, which a
-// static graph cannot reproduce, so a longer context is Unsupported (naming both numbers).
+// Checks that the spec can be compiled for a context of `max_context_len` tokens. Every rope
+// type is exact at any length now (longrope carries both tables and picks one per call, see
+// docs/hf-static-v1.md), so only a non-positive length is refused.
 Status CheckContextSupported(const ModelSpec& spec, int64_t max_context_len);
-// The longest context CheckContextSupported accepts: original_max_position_embeddings with
-// longrope, else max_position_embeddings.
+// The model's own context: max_position_embeddings.
 int64_t LongestStaticContext(const ModelSpec& spec);
 
-// Reads <dir>/config.json, then generation_config.json, tokenizer_config.json and
-// chat_template.jinja when present. NotFound naming the path when the directory or
-// config.json is missing.
+// Reads <dir>/config.json, then generation_config.json, tokenizer_config.json, and the chat
+// template files when present. As transformers does, template files take priority over
+// tokenizer_config.json's chat_template: chat_template.jinja is "default",
+// additional_chat_templates/<name>.jinja is <name>; they are read as Python's text mode reads
+// them (UTF-8, "\r\n" and "\r" become "\n"). NotFound naming the path when the directory or
+// config.json is missing; InvalidArgument naming a template file that is not UTF-8.
 Result<ModelSpec> LoadModelSpec(const std::string& checkpoint_dir);
 
 }  // namespace slm::model

@@ -58,15 +58,15 @@ void ApplyLlama3(const RopeSpec& rope, std::vector<float>& inv_freq) {
   }
 }
 
-// _compute_longrope_parameters (short factors):
+// _compute_longrope_parameters, ext_factors = short_factor or long_factor:
 //   1.0 / (ext_factors * base ** (torch.arange(0, dim, 2).float() / dim)), all float32.
-std::vector<float> LongRopeInvFreq(const RopeSpec& rope) {
+std::vector<float> LongRopeInvFreq(const RopeSpec& rope, const std::vector<double>& factors) {
   const float base = static_cast<float>(rope.theta);
   const float fdim = static_cast<float>(rope.rotary_dim);
   std::vector<float> inv_freq(static_cast<size_t>(rope.rotary_dim / 2));
   for (size_t i = 0; i < inv_freq.size(); ++i) {
     const float exponent = static_cast<float>(2 * i) / fdim;
-    const float ext = static_cast<float>(rope.short_factor[i]);
+    const float ext = static_cast<float>(factors[i]);
     inv_freq[i] = 1.0f / (ext * PowF32(base, exponent));
   }
   return inv_freq;
@@ -150,7 +150,9 @@ RopeTables ComputeRopeTables(const RopeSpec& rope) {
     case RopeScalingType::kLinear: ApplyLinear(rope, tables.inv_freq); break;
     case RopeScalingType::kLlama3: ApplyLlama3(rope, tables.inv_freq); break;
     case RopeScalingType::kLongRope:
-      tables.inv_freq = LongRopeInvFreq(rope);
+      tables.inv_freq = LongRopeInvFreq(rope, rope.short_factor);
+      tables.long_inv_freq = LongRopeInvFreq(rope, rope.long_factor);
+      tables.switch_len = rope.original_max_position_embeddings;
       tables.attention_scaling = static_cast<float>(rope.attention_factor);
       break;
   }

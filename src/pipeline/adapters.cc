@@ -221,7 +221,7 @@ struct CpuBackendOptions {
   int64_t max_context = 0;
   std::vector<int64_t> prefill_steps = {32};
   std::string logits = "selected";  // prefill logits: "selected" (one row) | "all"
-  std::string cache_dtype = "f32";  // the only cache dtype the CPU backend implements
+  std::string cache_dtype = "f32";  // "f32" | "int8" (cache format kv_int8_tokenhead_v1)
 };
 
 CpuBackendOptions ParseCpuBackendOptions(Options& o) {
@@ -235,7 +235,9 @@ CpuBackendOptions ParseCpuBackendOptions(Options& o) {
   if (c.logits != "selected" && c.logits != "all") o.Error("logits", "expected \"selected\" or \"all\", found \"" + c.logits + "\"");
   Options cache = o.Child("cache");
   c.cache_dtype = cache.String("dtype", c.cache_dtype);
-  if (c.cache_dtype != "f32") cache.Error("dtype", "the cpu backend keeps KV caches in f32 only, found \"" + c.cache_dtype + "\"");
+  if (c.cache_dtype != "f32" && c.cache_dtype != "int8") {
+    cache.Error("dtype", "the cpu backend keeps KV caches in f32 or int8, found \"" + c.cache_dtype + "\"");
+  }
   cache.RejectUnknown();
   o.RejectUnknown();
   return c;
@@ -308,6 +310,7 @@ class CpuCompiler final : public Compiler {
     co.max_context_len = opt_.max_context;
     co.prefill_steps = opt_.prefill_steps;
     co.logits_selected = opt_.logits == "selected";
+    co.kv_cache = opt_.cache_dtype == "int8" ? model::KvCacheDType::kInt8 : model::KvCacheDType::kF32;
     auto say = [&](const std::string& s) { if (req.progress) req.progress(s); };
 
     SLM_ASSIGN_OR_RETURN(model::PreparedCompile prepared, model::PrepareCompile(req.model->checkpoint_dir, co));

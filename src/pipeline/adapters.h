@@ -57,6 +57,9 @@ class Quantizer {
   virtual ~Quantizer() = default;
   virtual std::string scheme() const = 0;  // "none", "int8", ...
   virtual nlohmann::json Fingerprint() const = 0;
+  // True when Apply needs calibration samples (e.g. GPTQ): the config is then rejected before
+  // any stage runs if it names no calibration adapter.
+  virtual bool NeedsCalibration() const { return false; }
   // Rewrites the prepared graphs' weights and records the scheme in their metadata, in place.
   // `report` (optional) receives what was done (per-tensor scheme, sizes, weight SQNR).
   virtual Status Apply(model::PreparedCompile& prepared, const CalibrationSet& calibration,

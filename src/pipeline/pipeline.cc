@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "core/atomic_file.h"
 #include "core/mapped_file.h"
@@ -78,8 +80,16 @@ class PrepareStrategy final : public Strategy {
                         {"model_type", m.spec.model_type}, {"num_layers", m.spec.num_layers},
                         {"hidden_size", m.spec.hidden_size}, {"vocab_size", m.spec.vocab_size},
                         {"files_xxh3", files}};
+    // This stage runs on every pipeline run (its file hashes decide what is reused), so it
+    // rewrites its record only when the record changes: a reused run leaves the directory as is.
     const std::string out = r.context.artifact_dir + "/prepared.json";
-    SLM_RETURN_IF_ERROR(WriteFileAtomically(out, j.dump(1)));
+    const std::string text = j.dump(1);
+    std::string existing;
+    {
+      std::ifstream in(out, std::ios::binary);
+      if (in) existing.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    if (existing != text) SLM_RETURN_IF_ERROR(WriteFileAtomically(out, text));
     r.outputs.push_back(out);
     r.state.prepared = std::move(m);
     return Status::Ok();
@@ -132,7 +142,8 @@ class CompileStrategy final : public Strategy {
     const std::string out = r.context.artifact_dir + "/compilation.json";
     nlohmann::json j = {{"artifact", res.artifact_path}, {"reference", res.reference_path},
                         {"debug_record", res.debug_record_path}, {"artifact_bytes", res.artifact_bytes},
-                        {"max_context_len", res.max_context_len}, {"methods", res.methods}, {"pass_log", res.pass_log}};
+                        {"max_context_len", res.max_context_len}, {"methods", res.methods}, {"pass_log", res.pass_log},
+                        {"quantization", res.quantization}};  // per-tensor scheme, method, SQNR (null: none)
     SLM_RETURN_IF_ERROR(WriteFileAtomically(out, j.dump(1)));
     r.outputs = {res.artifact_path, res.debug_record_path, out};
     if (!res.reference_path.empty()) r.outputs.push_back(res.reference_path);
@@ -308,6 +319,10 @@ Result<std::unique_ptr<Pipeline>> Pipeline::FromConfig(const ConfigDoc& doc, Ada
     Options& s = sec[1];
     a.quantizer = SelectAdapter(s, "quantizer", "none", reg.quantizers, ov.quantizer);
     a.calibration = SelectAdapter(s, "calibration", "", reg.calibration, ov.calibration, /*required=*/false);
+    if (a.quantizer && a.quantizer->NeedsCalibration() && !a.calibration) {
+      s.Error("calibration", "missing: quantizer '" + a.quantizer->scheme() +
+                                 "' uses calibration activations (method gptq); name a calibration adapter (text_file, jsonl, random)");
+    }
     s.RejectUnknown();
   }
   // compilation
@@ -445,6 +460,7 @@ Status LoadStageOutput(StageId s, const PipelineContext& c, Adapters& a, Pipelin
       r.max_context_len = j["max_context_len"];
       r.methods = j["methods"].get<std::vector<std::string>>();
       r.pass_log = j["pass_log"].get<std::vector<std::string>>();
+      r.quantization = j.value("quantization", nlohmann::json(nullptr));
       st.compiled = std::move(r);
       return Status::Ok();
     }

@@ -7,21 +7,38 @@
 namespace slm::pipeline {
 namespace {
 
-// A src/quant scheme as a Quantizer adapter. Weight-only and dynamic-activation schemes need no
-// calibration: the calibration set is accepted (and recorded by the stage) but not used yet.
+// A src/quant scheme as a Quantizer adapter. The calibration set (when the config names a
+// calibration adapter) feeds the activation statistics: required by method gptq, and with rtn
+// they add the per-tensor output SQNR to the report.
 class QuantSchemeQuantizer final : public Quantizer {
  public:
   QuantSchemeQuantizer(quant::QuantConfig c, std::vector<std::string> override_texts)
       : config_(std::move(c)), override_texts_(std::move(override_texts)) {}
   std::string scheme() const override { return quant::SchemeName(config_.linear); }
   nlohmann::json Fingerprint() const override {
-    return {{"scheme", quant::SchemeName(config_.linear)}, {"embeddings", quant::SchemeName(config_.embeddings)},
-            {"quantize_lm_head", config_.quantize_lm_head}, {"overrides", override_texts_}};
+    nlohmann::json j = {{"scheme", quant::SchemeName(config_.linear)}, {"embeddings", quant::SchemeName(config_.embeddings)},
+                        {"quantize_lm_head", config_.quantize_lm_head}, {"overrides", override_texts_},
+                        {"method", quant::MethodName(config_.method)}};
+    if (config_.method == quant::Method::kGptq) {
+      j["gptq"] = {{"percdamp", config_.gptq.percdamp}, {"block_size", config_.gptq.block_size},
+                   {"act_order", config_.gptq.act_order}, {"clip_search", config_.gptq.clip_search}};
+    }
+    return j;
   }
-  Status Apply(model::PreparedCompile& prepared, const CalibrationSet&, nlohmann::json* report) override {
-    SLM_ASSIGN_OR_RETURN(quant::QuantReport rep, quant::QuantizeGraphs(prepared.graphs, config_));
-    quant::RecordQuantization(rep, config_, prepared);
-    if (report != nullptr) *report = rep.ToJson();
+  bool NeedsCalibration() const override { return config_.method == quant::Method::kGptq; }
+  Status Apply(model::PreparedCompile& prepared, const CalibrationSet& calibration, nlohmann::json* report) override {
+    if (config_.method == quant::Method::kGptq && calibration.samples.empty()) {
+      return InvalidArgument("quantizer " + scheme() + " with method gptq needs calibration samples: set "
+                             "stages.quantization.calibration (text_file, jsonl or random)");
+    }
+    quant::CalibrationInput input;
+    input.samples = calibration.samples;
+    SLM_ASSIGN_OR_RETURN(quant::QuantReport rep, quant::QuantizePrepared(prepared, config_, input));
+    if (report != nullptr) {
+      *report = rep.ToJson();
+      (*report)["method"] = quant::MethodName(config_.method);
+      (*report)["calibration"] = {{"source", calibration.source}, {"samples", calibration.samples.size()}};
+    }
     return Status::Ok();
   }
 
@@ -34,7 +51,8 @@ class QuantSchemeQuantizer final : public Quantizer {
 
 void RegisterQuantSchemes(AdapterRegistry& registry) {
   // Adapter name = the base scheme; options: group (int4 / 8da4w), asymmetric, embeddings
-  // (scheme text), quantize_lm_head, overrides ["pattern=scheme", ...].
+  // (scheme text), quantize_lm_head, overrides ["pattern=scheme", ...], method (rtn | gptq),
+  // percdamp, block_size, act_order, clip_search (gptq).
   for (const char* base : {"int8", "int4", "8da8w", "8da4w"}) {
     registry.quantizers.Register(base, [base = std::string(base)](Options& o) -> std::unique_ptr<Quantizer> {
       quant::QuantConfig c;
@@ -54,6 +72,15 @@ void RegisterQuantSchemes(AdapterRegistry& registry) {
       if (!e.ok()) o.Error("embeddings", e.status().message());
       else c.embeddings = *e;
       c.quantize_lm_head = o.Bool("quantize_lm_head", false);
+      // Calibration-aware quantization: method rtn (default) | gptq, and GPTQ's knobs.
+      auto method = quant::ParseMethod(o.String("method", "rtn"));
+      if (!method.ok()) o.Error("method", method.status().message());
+      else c.method = *method;
+      c.gptq.percdamp = o.Double("percdamp", c.gptq.percdamp);
+      if (!(c.gptq.percdamp >= 0)) o.Error("percdamp", "expected >= 0, found " + std::to_string(c.gptq.percdamp));
+      c.gptq.block_size = o.Int("block_size", c.gptq.block_size, 1);
+      c.gptq.act_order = o.Bool("act_order", c.gptq.act_order);
+      c.gptq.clip_search = o.Bool("clip_search", c.gptq.clip_search);
       std::vector<std::string> overrides = o.StringList("overrides");
       for (size_t i = 0; i < overrides.size(); ++i) {
         auto ov = quant::ParseOverride(overrides[i]);

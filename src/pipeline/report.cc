@@ -80,6 +80,8 @@ Status WriteReports(const PipelineContext& ctx, RunReport& rep) {
     uint64_t bytes = ::stat(st.compiled->artifact_path.c_str(), &sb) == 0 ? static_cast<uint64_t>(sb.st_size) : 0;
     j["artifact"] = {{"path", st.compiled->artifact_path}, {"bytes", bytes}, {"reference", st.compiled->reference_path},
                      {"debug_record", st.compiled->debug_record_path}, {"pass_log", st.compiled->pass_log}};
+    // The quantizer's report: per tensor scheme, method (rtn / gptq), weight and output SQNR.
+    if (!st.compiled->quantization.is_null()) j["quantization"] = st.compiled->quantization;
   }
   if (st.inference) {
     nlohmann::json gens = nlohmann::json::array();
@@ -111,6 +113,21 @@ Status WriteReports(const PipelineContext& ctx, RunReport& rep) {
   if (j.contains("artifact")) {
     h << "<h2>Artifact</h2><p>" << Esc(j["artifact"]["path"].get<std::string>()) << ": "
       << Fmt(j["artifact"]["bytes"].get<double>() / 1048576.0, 3) << " MiB</p>";
+  }
+  if (j.contains("quantization") && j["quantization"].contains("tensors")) {
+    // Output SQNR on the calibration activations: round-to-nearest → the stored values.
+    h << "<h2>Quantization</h2><table><tr><th>tensor</th><th>scheme</th><th>method</th><th>weight SQNR dB</th>"
+         "<th>output SQNR dB (rtn → stored)</th></tr>";
+    auto db = [](const nlohmann::json& t, const char* key) {
+      return t.contains(key) && t[key].is_number() ? Fmt(t[key].get<double>(), 2) : std::string(t.contains(key) ? "∞" : "–");
+    };
+    for (const auto& t : j["quantization"]["tensors"]) {
+      h << "<tr><td>" << Esc(t.value("name", "")) << "</td><td>" << Esc(t.value("scheme", "")) << "</td><td>"
+        << Esc(t.value("method", "")) << "</td><td>" << db(t, "weight_sqnr_db") << "</td><td>"
+        << (t.contains("output_sqnr_db") ? db(t, "rtn_output_sqnr_db") + " → " + db(t, "output_sqnr_db") : "–")
+        << "</td></tr>";
+    }
+    h << "</table>";
   }
   if (st.inference) {
     h << "<h2>Generation and speed</h2>";

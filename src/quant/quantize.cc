@@ -12,6 +12,9 @@
 #include <sstream>
 
 #include "kernels/quant_kernels.h"
+#include "quant/calibration_stats.h"
+#include "quant/gptq.h"
+#include "quant/quant_math.h"
 
 namespace slm::quant {
 namespace {
@@ -57,6 +60,7 @@ struct Entry {
   QuantizedMatrix m;
   std::shared_ptr<const graph::ConstantSource> q, scales, offsets;
   size_t report_index = 0;
+  bool gptq = false;  // values chosen by GPTQ (named apart from an RTN copy of the same weight)
 };
 
 Result<std::vector<float>> ReadF32(const Value& v) {
@@ -128,6 +132,14 @@ Result<SchemeSpec> ParseScheme(const std::string& text) {
   return s;
 }
 
+Result<Method> ParseMethod(const std::string& text) {
+  if (text == "rtn") return Method::kRtn;
+  if (text == "gptq") return Method::kGptq;
+  return InvalidArgument("quantization method '" + text + "': expected rtn or gptq");
+}
+
+const char* MethodName(Method m) { return m == Method::kGptq ? "gptq" : "rtn"; }
+
 std::string SchemeName(const SchemeSpec& s) {
   switch (s.scheme) {
     case Scheme::kNone: return "none";
@@ -167,14 +179,9 @@ QuantizedMatrix QuantizeInt8PerChannel(const float* w, int64_t n, int64_t k) {
   m.scales.resize(size_t(n));
   for (int64_t r = 0; r < n; ++r) {
     const float* wr = w + r * k;
-    float amax = 0;
-    for (int64_t i = 0; i < k; ++i) amax = std::max(amax, std::fabs(wr[i]));
-    const float s = amax / 127.0f;
+    const float s = detail::Int8Scale(wr, k);
     m.scales[size_t(r)] = s;
-    for (int64_t i = 0; i < k; ++i) {
-      const float q = s > 0 ? std::nearbyint(wr[i] / s) : 0.0f;
-      m.q[size_t(r * k + i)] = uint8_t(int8_t(std::clamp(q, -127.0f, 127.0f)));
-    }
+    for (int64_t i = 0; i < k; ++i) m.q[size_t(r * k + i)] = uint8_t(int8_t(detail::Int8Code(wr[i], s)));
   }
   return m;
 }
@@ -190,38 +197,14 @@ QuantizedMatrix QuantizeInt4Groups(const float* w, int64_t n, int64_t k, int64_t
   m.q.assign(size_t(n * k / 2), 0);
   m.scales.resize(size_t(n * groups));
   if (asymmetric) m.offsets.resize(size_t(n * groups));
-  std::vector<int> q(static_cast<size_t>(group));
   for (int64_t r = 0; r < n; ++r) {
+    uint8_t* row = m.q.data() + r * (k / 2);
     for (int64_t g = 0; g < groups; ++g) {
       const float* wg = w + r * k + g * group;
-      float scale, offset;
-      if (asymmetric) {
-        float lo = wg[0], hi = wg[0];
-        for (int64_t i = 1; i < group; ++i) lo = std::min(lo, wg[i]), hi = std::max(hi, wg[i]);
-        scale = (hi - lo) / 15.0f;
-        offset = lo;
-        for (int64_t i = 0; i < group; ++i) {
-          q[size_t(i)] = scale > 0 ? int(std::clamp(std::nearbyint((wg[i] - lo) / scale), 0.0f, 15.0f)) : 0;
-        }
-        m.offsets[size_t(r * groups + g)] = offset;
-      } else {
-        // The signed value of largest magnitude maps to exactly -8 (scale may be negative):
-        // a step of max|w|/8 instead of max|w|/7, with only +8 clipped to +7.
-        float peak = 0;
-        for (int64_t i = 0; i < group; ++i) if (std::fabs(wg[i]) > std::fabs(peak)) peak = wg[i];
-        scale = peak / -8.0f;
-        for (int64_t i = 0; i < group; ++i) {
-          q[size_t(i)] = scale != 0 ? int(std::clamp(std::nearbyint(wg[i] / scale) + 8.0f, 0.0f, 15.0f)) : 8;
-        }
-      }
-      m.scales[size_t(r * groups + g)] = scale;
-      uint8_t* row = m.q.data() + r * (k / 2);
-      for (int64_t i = 0; i < group; ++i) {
-        const int64_t kk = g * group + i;
-        uint8_t& b = row[(kk / 32) * 16 + (kk % 16)];
-        if ((kk % 32) < 16) b = uint8_t((b & 0xF0) | q[size_t(i)]);
-        else b = uint8_t((b & 0x0F) | (q[size_t(i)] << 4));
-      }
+      const detail::Int4Params p = detail::Int4GroupParams(wg, group, asymmetric);
+      m.scales[size_t(r * groups + g)] = p.scale;
+      if (asymmetric) m.offsets[size_t(r * groups + g)] = p.offset;
+      for (int64_t i = 0; i < group; ++i) detail::SetQ4(row, g * group + i, detail::Int4Code(wg[i], p, asymmetric));
     }
   }
   return m;
@@ -262,6 +245,13 @@ nlohmann::json QuantReport::ToJson() const {
                         {"f32_bytes", t.f32_bytes}, {"quant_bytes", t.quant_bytes},
                         {"weight_sqnr_db", std::isfinite(t.weight_sqnr_db) ? nlohmann::json(t.weight_sqnr_db) : nlohmann::json(nullptr)}};
     if (!t.note.empty()) e["note"] = t.note;
+    if (t.use != "embedding") e["method"] = t.method;
+    if (!std::isnan(t.output_sqnr_db)) {
+      auto db = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+      e["output_sqnr_db"] = db(t.output_sqnr_db);
+      e["rtn_output_sqnr_db"] = db(t.rtn_output_sqnr_db);
+      e["calibration_rows"] = t.calibration_rows;
+    }
     j["tensors"].push_back(std::move(e));
   }
   j["f32_bytes"] = f32_bytes;
@@ -273,10 +263,17 @@ std::string QuantReport::ToText() const {
   std::ostringstream os;
   char line[512];
   for (const TensorReport& t : tensors) {
-    std::snprintf(line, sizeof line, "%-56s %-9s %-16s %10.2f MiB -> %8.2f MiB  SQNR %6.2f dB%s%s\n", t.name.c_str(),
+    std::snprintf(line, sizeof line, "%-56s %-9s %-16s %10.2f MiB -> %8.2f MiB  SQNR %6.2f dB", t.name.c_str(),
                   t.use.c_str(), t.scheme.c_str(), t.f32_bytes / 1048576.0, t.quant_bytes / 1048576.0,
-                  t.weight_sqnr_db, t.note.empty() ? "" : "  ", t.note.c_str());
+                  t.weight_sqnr_db);
     os << line;
+    if (!std::isnan(t.output_sqnr_db)) {
+      // Output SQNR on the calibration activations: round-to-nearest → what was stored.
+      std::snprintf(line, sizeof line, "  out %6.2f -> %6.2f dB (%s)", t.rtn_output_sqnr_db, t.output_sqnr_db,
+                    t.method.c_str());
+      os << line;
+    }
+    os << (t.note.empty() ? "" : "  ") << t.note << "\n";
   }
   std::snprintf(line, sizeof line, "quantized %zu tensors: %.2f MiB -> %.2f MiB\n", tensors.size(),
                 f32_bytes / 1048576.0, quant_bytes / 1048576.0);
@@ -284,7 +281,12 @@ std::string QuantReport::ToText() const {
   return os.str();
 }
 
-Result<QuantReport> QuantizeGraphs(std::vector<graph::Graph>& graphs, const QuantConfig& config) {
+Result<QuantReport> QuantizeGraphs(std::vector<graph::Graph>& graphs, const QuantConfig& config,
+                                   const CalibrationStats* stats) {
+  if (config.method == Method::kGptq && stats == nullptr) {
+    return InvalidArgument("quantization method gptq needs calibration activations: give calibration samples "
+                           "(CLI --calibration FILE; pipeline: quantization.calibration)");
+  }
   if (config.embeddings.scheme != Scheme::kNone && IsDynamic(config.embeddings.scheme)) {
     return InvalidArgument("--quant-embeddings: embeddings take int8 or int4 (weight-only), not " + SchemeName(config.embeddings));
   }
@@ -316,24 +318,48 @@ Result<QuantReport> QuantizeGraphs(std::vector<graph::Graph>& graphs, const Quan
   // Keyed by the weight format only (int8 ≡ 8da8w weights, int4-gG ≡ 8da4w-gG), so uses that
   // differ only in the activation mode share one stored tensor.
   auto get_entry = [&](const Value& w, const SchemeSpec& spec, const std::string& use,
-                       const std::string& note) -> Result<Entry*> {
+                       std::string note) -> Result<Entry*> {
     const int64_t n = w.shape[0], k = w.shape[1];
     SchemeSpec format = spec;
     format.scheme = WeightOnly(spec.scheme);
-    const std::string key = w.name + "|" + ShapeToString(w.shape) + "|" + SchemeName(format);
+    // Calibration statistics of this weight's input (none for embedding lookups).
+    const InputHessian* hessian = nullptr;
+    if (stats != nullptr && use != "embedding") {
+      hessian = stats->Find(w.name);
+      if (hessian != nullptr && (hessian->k != k || hessian->rows == 0)) hessian = nullptr;
+    }
+    const bool gptq = config.method == Method::kGptq && use != "embedding" && hessian != nullptr;
+    if (config.method == Method::kGptq && use != "embedding" && hessian == nullptr) {
+      note += std::string(note.empty() ? "" : "; ") + "no calibration activations reached it: rtn instead of gptq";
+    }
+    // GPTQ values differ from RTN's, so a GPTQ lm_head never shares the RTN embedding's copy.
+    const std::string key = w.name + "|" + ShapeToString(w.shape) + "|" + SchemeName(format) + (gptq ? "|gptq" : "");
     auto it = entries.find(key);
     if (it != entries.end()) return it->second.get();
     SLM_ASSIGN_OR_RETURN(std::vector<float> f, ReadF32(w));
     auto e = std::make_unique<Entry>();
     e->spec = format;
+    e->gptq = gptq;
     e->m = IsInt4(spec.scheme) ? QuantizeInt4Groups(f.data(), n, k, spec.group, spec.asymmetric)
                                : QuantizeInt8PerChannel(f.data(), n, k);
-    const std::vector<float> deq = Dequantize(e->m);
+    std::vector<float> deq = Dequantize(e->m);
+    TensorReport t;
+    if (hessian != nullptr) {
+      t.rtn_output_sqnr_db = t.output_sqnr_db = OutputSqnrDb(f.data(), deq.data(), n, k, hessian->h.data());
+      t.calibration_rows = hessian->rows;
+    }
+    if (gptq) {
+      auto g = GptqQuantize(f.data(), n, k, hessian->h.data(), format, config.gptq);
+      if (!g.ok()) return Status(g.status().code(), "quantization of '" + w.name + "': " + g.status().message());
+      e->m = std::move(*g);
+      deq = Dequantize(e->m);
+      t.output_sqnr_db = OutputSqnrDb(f.data(), deq.data(), n, k, hessian->h.data());
+      t.method = "gptq";
+    }
     const std::string what = w.name + " quantized " + SchemeName(format);
     e->q = Owned(e->m.q, what);
     e->scales = Owned(e->m.scales, what + " scales");
     if (!e->m.offsets.empty()) e->offsets = Owned(e->m.offsets, what + " offsets");
-    TensorReport t;
     t.name = w.name;
     t.use = use;
     t.scheme = SchemeName(spec);
@@ -354,7 +380,7 @@ Result<QuantReport> QuantizeGraphs(std::vector<graph::Graph>& graphs, const Quan
 
   // Adds (or finds, for a second use in the same graph) the entry's constants; returns ids.
   auto add_constants = [&](Graph& g, const Value& w, const Entry& e) {
-    const std::string base = w.name + "." + SchemeName(e.spec);
+    const std::string base = w.name + "." + SchemeName(e.spec) + (e.gptq ? ".gptq" : "");
     auto constant = [&](const std::string& name, DType dt, Shape shape,
                         const std::shared_ptr<const graph::ConstantSource>& src) {
       const int32_t id = g.FindValue(name);

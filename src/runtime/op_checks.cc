@@ -115,9 +115,77 @@ Status CheckQuantOp(const OpChecker& c, const Op& op) {
   return c.Numel(c.Out(0), c.Numel(c.In(0)) / k * n);
 }
 
+// kQuantizeKv / kAttentionQ8 / kKvCommitQ8: int8 KV caches (graph.h; kernels/attention_q8.h).
+// Every geometry the kernels rely on is checked here, once, at load.
+Status CheckKvQ8Op(const OpChecker& c, const Op& op) {
+  using slm::DType;
+  if (op.kind == OpKind::kQuantizeKv) {
+    SLM_RETURN_IF_ERROR(c.Arity(1, 1, 2, 2, 0));
+    const int64_t h = op.ints[0], hd = op.ints[1];
+    SLM_RETURN_IF_ERROR(c.Positive({h, hd}));
+    SLM_RETURN_IF_ERROR(c.DType(c.In(0), DType::kF32));
+    SLM_RETURN_IF_ERROR(c.DType(c.Out(0), DType::kI8));
+    SLM_RETURN_IF_ERROR(c.DType(c.Out(1), DType::kF32));
+    const int64_t n = c.Numel(c.In(0));
+    if (n < 0 || n % (h * hd) != 0) return c.Fail("x's size is not a multiple of H*hd = " + std::to_string(h * hd));
+    SLM_RETURN_IF_ERROR(c.Numel(c.Out(0), n));
+    return c.Numel(c.Out(1), n / hd);
+  }
+  const bool attn = op.kind == OpKind::kAttentionQ8;
+  // Attention: q first, mask last; commit: pos between the new rows and the caches.
+  const size_t rows0 = attn ? 1 : 0, cache0 = 5;
+  SLM_RETURN_IF_ERROR(attn ? c.Arity(10, 10, 1, 3, 2) : c.Arity(9, 9, 0, 0, 0));
+  const Value& kc = c.In(cache0);
+  if (kc.shape.size() != 4 || kc.shape[0] != 1) return c.Fail("k_cache '" + kc.name + "' must be [1, Hkv, L, hd], found " + ShapeToString(kc.shape));
+  const int64_t hkv = kc.shape[1], L = kc.shape[2], hd = kc.shape[3];
+  SLM_RETURN_IF_ERROR(c.Positive({hkv, L, hd}));
+  const Shape scale_shape = {1, hkv, L};
+  for (size_t i : {cache0, cache0 + 2}) {
+    SLM_RETURN_IF_ERROR(c.DType(c.In(i), DType::kI8));
+    if (c.In(i).shape != kc.shape) return c.Fail("cache '" + c.In(i).name + "' has shape " + ShapeToString(c.In(i).shape) + ", expected " + ShapeToString(kc.shape));
+    SLM_RETURN_IF_ERROR(c.DType(c.In(i + 1), DType::kF32));
+    if (c.In(i + 1).shape != scale_shape) {
+      return c.Fail("cache scales '" + c.In(i + 1).name + "' have shape " + ShapeToString(c.In(i + 1).shape) + ", expected " + ShapeToString(scale_shape));
+    }
+  }
+  if (!attn) {
+    for (size_t i = cache0; i < cache0 + 4; ++i) {
+      if (c.In(i).kind != graph::ValueKind::kState) return c.Fail("'" + c.In(i).name + "' must be a state");
+    }
+    SLM_RETURN_IF_ERROR(c.DType(c.In(4), DType::kI32));
+  }
+  const int64_t t = attn ? c.Numel(c.In(0)) / std::max<int64_t>(1, op.ints[0] * op.ints[2]) : c.Numel(c.In(4));
+  for (size_t i : {rows0, rows0 + 2}) {
+    SLM_RETURN_IF_ERROR(c.DType(c.In(i), DType::kI8));
+    SLM_RETURN_IF_ERROR(c.Numel(c.In(i), t * hkv * hd));
+    SLM_RETURN_IF_ERROR(c.DType(c.In(i + 1), DType::kF32));
+    SLM_RETURN_IF_ERROR(c.Numel(c.In(i + 1), t * hkv));
+  }
+  if (!attn) return Status::Ok();
+  const int64_t hq = op.ints[0];
+  SLM_RETURN_IF_ERROR(c.Positive({hq, op.ints[1], op.ints[2]}));
+  if (op.ints[1] != hkv || op.ints[2] != hd) return c.Fail("n_kv_heads / head_dim attributes differ from the cache geometry");
+  if (hq % hkv) return c.Fail("n_heads must be a multiple of n_kv_heads");
+  SLM_RETURN_IF_ERROR(c.DType(c.In(0), DType::kF32));
+  SLM_RETURN_IF_ERROR(c.Numel(c.In(0), t * hq * hd));
+  SLM_RETURN_IF_ERROR(c.DType(c.In(9), DType::kF32));
+  SLM_RETURN_IF_ERROR(c.Numel(c.In(9), t * (L + t)));
+  SLM_RETURN_IF_ERROR(c.DType(c.Out(0), DType::kF32));
+  return c.Numel(c.Out(0), t * hq * hd);
+}
+
 Status CheckOp(const Graph& g, const Op& op, size_t index) {
   OpChecker c(g, op, index);
   if (op.kind == OpKind::kMatMulQ || op.kind == OpKind::kEmbeddingQ) return CheckQuantOp(c, op);
+  if (op.kind == OpKind::kQuantizeKv || op.kind == OpKind::kAttentionQ8 || op.kind == OpKind::kKvCommitQ8) {
+    return CheckKvQ8Op(c, op);
+  }
+  if (op.kind == OpKind::kCopy) {
+    // Copies a state of any dtype (int8 caches and their f32 scales included), byte for byte.
+    SLM_RETURN_IF_ERROR(c.Arity(1, 1, 1, 0, 0));
+    if (c.In(0).shape != c.Out(0).shape) return c.Fail("output shape differs from the input's");
+    return c.DType(c.Out(0), c.In(0).dtype);
+  }
   using slm::DType;
   const int int_input = IntInputIndex(op.kind);
   for (size_t i = 0; i < op.inputs.size(); ++i) {
@@ -155,14 +223,17 @@ Status CheckOp(const Graph& g, const Op& op, size_t index) {
       return c.Numel(c.Out(0), c.Numel(c.In(0)) / k * n);
     }
     case OpKind::kRope: {
-      SLM_RETURN_IF_ERROR(c.Arity(3, 3, 1, 3, 1));
+      // 4 ints: longrope with two tables and the switch length (graph.h).
+      const bool two_tables = op.ints.size() == 4;
+      SLM_RETURN_IF_ERROR(c.Arity(3, 3, 1, two_tables ? 4 : 3, 1));
       const int64_t h = op.ints[0], hd = op.ints[1], rot = op.ints[2];
       SLM_RETURN_IF_ERROR(c.Positive({h, hd, rot}));
+      if (two_tables) SLM_RETURN_IF_ERROR(c.Positive({op.ints[3]}));
       if (rot > hd || rot % 2) return c.Fail("rotary_dim must be even and <= head_dim");
       SLM_RETURN_IF_ERROR(c.DType(c.In(1), DType::kI32));
       const int64_t t = c.Numel(c.In(1));
       SLM_RETURN_IF_ERROR(c.Numel(c.In(0), t * h * hd));
-      SLM_RETURN_IF_ERROR(c.Numel(c.In(2), rot / 2));
+      SLM_RETURN_IF_ERROR(c.Numel(c.In(2), (two_tables ? 2 : 1) * (rot / 2)));
       return c.Numel(c.Out(0), t * h * hd);
     }
     case OpKind::kAttention: {
@@ -195,7 +266,12 @@ Status CheckOp(const Graph& g, const Op& op, size_t index) {
     case OpKind::kAdd:
     case OpKind::kSwiGlu:
     case OpKind::kGeGlu: {
-      SLM_RETURN_IF_ERROR(c.Arity(2, 2, 1, 0, 0));
+      // GeGlu's optional approximation attribute (graph.h): none, or {0 | 1}.
+      const bool glu_attr = op.kind == OpKind::kGeGlu && op.ints.size() == 1;
+      SLM_RETURN_IF_ERROR(c.Arity(2, 2, 1, glu_attr ? 1 : 0, 0));
+      if (glu_attr && op.ints[0] != 0 && op.ints[0] != 1) {
+        return c.Fail("approximation attribute is " + std::to_string(op.ints[0]) + ", expected 0 (tanh) or 1 (exact erf)");
+      }
       const int64_t n = c.Numel(c.In(0));
       SLM_RETURN_IF_ERROR(c.Numel(c.In(1), n));
       return c.Numel(c.Out(0), n);
@@ -208,6 +284,10 @@ Status CheckOp(const Graph& g, const Op& op, size_t index) {
     case OpKind::kMatMulQ:
     case OpKind::kEmbeddingQ:
       return CheckQuantOp(c, op);
+    case OpKind::kQuantizeKv:
+    case OpKind::kAttentionQ8:
+    case OpKind::kKvCommitQ8:
+      return CheckKvQ8Op(c, op);
     case OpKind::kCopy: {
       SLM_RETURN_IF_ERROR(c.Arity(1, 1, 1, 0, 0));
       if (c.In(0).shape != c.Out(0).shape) return c.Fail("output shape differs from the input's");

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 
 #include "core/memory_limit.h"
 #include "core/thread_pool.h"
+#include "kernels/attention_q8.h"
 #include "kernels/kernels.h"
 #include "kernels/quant_kernels.h"
 #include "runtime/op_checks.h"
@@ -65,8 +67,8 @@ Status Method::Prepare(std::shared_ptr<const io::ArtifactFile> artifact, graph::
   // Attention scratch: one score row of (L + T) floats, sized for the largest attention op.
   int64_t scratch_floats = 0;
   for (const graph::Op& op : graph_.ops) {
-    if (op.kind != OpKind::kAttention) continue;
-    const int64_t L = graph_.values[op.inputs[3]].shape[2];
+    if (op.kind != OpKind::kAttention && op.kind != OpKind::kAttentionQ8) continue;
+    const int64_t L = graph_.values[op.inputs[op.kind == OpKind::kAttention ? 3 : 5]].shape[2];
     const int64_t T = *CheckedNumElements(graph_.values[op.inputs[0]].shape) / (op.ints[0] * op.ints[2]);
     scratch_floats = std::max(scratch_floats, L + T);
   }
@@ -157,6 +159,7 @@ Status Method::Execute() {
   }
   auto f32 = [&](int32_t id) { return reinterpret_cast<float*>(value_ptrs_[id]); };
   auto i32 = [&](int32_t id) { return reinterpret_cast<const int32_t*>(value_ptrs_[id]); };
+  auto i8 = [&](int32_t id) { return reinterpret_cast<int8_t*>(value_ptrs_[id]); };
   auto numel = [&](int32_t id) { return *CheckedNumElements(graph_.values[id].shape); };
   auto shape = [&](int32_t id) -> const Shape& { return graph_.values[id].shape; };
   ThreadPool& pool = ThreadPool::Default();
@@ -240,7 +243,9 @@ Status Method::Execute() {
       }
       case OpKind::kRope: {
         const int64_t t = numel(in[1]);
-        kernels::Rope(f32(in[0]), i32(in[1]), f32(in[2]), f32(out[0]), t, op.ints[0], op.ints[1], op.ints[2], op.floats[0]);
+        const float* inv_freq = f32(in[2]);
+        if (op.ints.size() == 4) inv_freq += kernels::RopeTableIndex(i32(in[1]), t, op.ints[3]) * (op.ints[2] / 2);
+        kernels::Rope(f32(in[0]), i32(in[1]), inv_freq, f32(out[0]), t, op.ints[0], op.ints[1], op.ints[2], op.floats[0]);
         break;
       }
       case OpKind::kAttention: {
@@ -271,16 +276,52 @@ Status Method::Execute() {
         kernels::SwiGlu(f32(in[0]), f32(in[1]), f32(out[0]), numel(in[0]));
         break;
       case OpKind::kGeGlu:
-        kernels::GeGlu(f32(in[0]), f32(in[1]), f32(out[0]), numel(in[0]));
+        if (!op.ints.empty() && op.ints[0] == 1) {
+          kernels::GeGluErf(f32(in[0]), f32(in[1]), f32(out[0]), numel(in[0]));
+        } else {
+          kernels::GeGlu(f32(in[0]), f32(in[1]), f32(out[0]), numel(in[0]));
+        }
         break;
       case OpKind::kSoftCap:
         if (out[0] != in[0]) std::copy_n(f32(in[0]), numel(in[0]), f32(out[0]));
         kernels::SoftCap(f32(out[0]), numel(out[0]), op.floats[0]);
         break;
       case OpKind::kCopy:
-        // A state output bound to its state's buffer is an alias: nothing to copy.
-        if (f32(out[0]) != f32(in[0])) std::copy_n(f32(in[0]), numel(in[0]), f32(out[0]));
+        // A state output bound to its state's buffer is an alias: nothing to copy. Any dtype
+        // (int8 caches, their f32 scales): a byte copy.
+        if (value_ptrs_[out[0]] != value_ptrs_[in[0]]) {
+          std::memcpy(value_ptrs_[out[0]], value_ptrs_[in[0]], *CheckedByteSize(graph_.values[in[0]].dtype, shape(in[0])));
+        }
         break;
+      case OpKind::kQuantizeKv: {
+        const int64_t h = op.ints[0], hd = op.ints[1];
+        kernels::QuantizeKvRows(f32(in[0]), i8(out[0]), f32(out[1]), numel(in[0]) / (h * hd), h, hd);
+        break;
+      }
+      case OpKind::kAttentionQ8: {
+        const int64_t hq = op.ints[0], hkv = op.ints[1], hd = op.ints[2];
+        const int64_t L = shape(in[5])[2];
+        const int64_t t = numel(in[0]) / (hq * hd);
+        auto heads = [&](int64_t hb, int64_t he, float* scratch) {
+          kernels::AttentionQ8Heads(f32(in[0]), i8(in[1]), f32(in[2]), i8(in[3]), f32(in[4]), i8(in[5]), f32(in[6]),
+                                    i8(in[7]), f32(in[8]), f32(in[9]), f32(out[0]), scratch, t, L, hq, hkv, hd,
+                                    op.floats[0], op.floats[1], hb, he);
+        };
+        if (pool.size() > scratch_slots_ || pool.size() == 1 || hq == 1) {
+          heads(0, hq, scratch_.as<float>());
+        } else {  // split heads; each thread has its own score scratch
+          pool.ParallelFor(hq, 1, [&](int64_t hb, int64_t he, int chunk) {
+            heads(hb, he, scratch_.as<float>() + chunk * scratch_slot_floats_);
+          });
+        }
+        break;
+      }
+      case OpKind::kKvCommitQ8: {
+        const Shape& c = shape(in[5]);
+        kernels::KvCommitQ8(i8(in[0]), f32(in[1]), i8(in[2]), f32(in[3]), i32(in[4]), i8(in[5]), f32(in[6]), i8(in[7]),
+                            f32(in[8]), numel(in[4]), c[2], c[1], c[3]);
+        break;
+      }
       case OpKind::kGatherRow: {
         const int64_t d = numel(out[0]);
         const int64_t rows = numel(in[0]) / d;
@@ -295,6 +336,7 @@ Status Method::Execute() {
     if (observer != nullptr) {
       const int64_t now = SteadyNowNs();
       observer->OnOp(*this, op_index, op, op_start_ns, now);
+      SLM_RETURN_IF_ERROR(observer->AfterOp(*this, op_index));
       op_start_ns = now;
     }
     ++op_index;

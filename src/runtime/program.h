@@ -34,6 +34,9 @@ class OpObserver {
   // output data is readable through method.value_data(id) during the call.
   virtual void OnOp(const Method& method, size_t index, const graph::Op& op, int64_t start_ns,
                     int64_t end_ns) = 0;
+  // Asked after OnOp: a non-OK status stops Execute() with that error, as a failing op would.
+  // Lets tests inject a method failure after some of its ops (cache writes) already ran.
+  virtual Status AfterOp(const Method& /*method*/, size_t /*index*/) { return Status::Ok(); }
 };
 
 // Installs `observer` for Method::Execute calls on this thread while alive (nests: restores

@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/matmul_q_vnni.h"
 #include "kernels/quant_kernels.h"
 #include "kernel_test_util.h"
 
@@ -19,7 +20,18 @@ namespace {
 using testing::AllNear;
 using testing::RandomFloats;
 
-class QuantMatMulTest : public testing::PerTargetTest {};
+// The Highway bodies on every target; the VNNI bodies have their own test below.
+class QuantMatMulTest : public testing::PerTargetTest {
+ protected:
+  void SetUp() override {
+    testing::PerTargetTest::SetUp();
+    SetVnniEnabledForTest(false);
+  }
+  void TearDown() override {
+    SetVnniEnabledForTest(true);
+    testing::PerTargetTest::TearDown();
+  }
+};
 
 struct Q8Weights {
   std::vector<int8_t> w;
@@ -186,6 +198,50 @@ TEST_P(QuantMatMulTest, ColumnRangeWritesOnlyItsColumns) {
 }
 
 SLM_INSTANTIATE_FOR_ALL_TARGETS(QuantMatMulTest);
+
+// The AVX-512 VNNI bodies (taken by the dispatch for K % 64 == 0 on a VNNI CPU) against the same
+// references; their integer dots are exact, so the tolerance is the Highway bodies'.
+class VnniMatMulTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!VnniAvailable()) GTEST_SKIP() << "no AVX-512 VNNI on this CPU / build";
+  }
+};
+
+TEST_F(VnniMatMulTest, Int8DynamicActivationMatchesReferenceOnAwkwardShapes) {
+  int8_t xq[64] = {};
+  float xs = 0, y = 0, sc = 1;
+  int8_t w[64] = {};
+  ASSERT_TRUE(MatMulQ8DynColumnsVnni(xq, &xs, w, &sc, nullptr, &y, 1, 64, 1, 0, 1)) << "dispatch would not take VNNI";
+  for (int64_t R : {1, 2, 3, 4, 5, 7, 17}) {
+    for (int64_t K : {64, 128, 192, 1024}) {
+      for (int64_t N : {1, 3, 4, 5, 9, 33}) ASSERT_TRUE(Q8Matches(R, K, N, (R + N) % 2 == 0, true));
+    }
+  }
+}
+
+TEST_F(VnniMatMulTest, Int4DynamicActivationMatchesReferenceOnAwkwardShapes) {
+  for (int64_t G : {32, 64, 128}) {
+    for (int64_t R : {1, 2, 3, 4, 5, 7, 17}) {
+      for (int64_t K : {128, 256, 1024}) {
+        for (int64_t N : {1, 3, 4, 5, 9, 33}) {
+          ASSERT_TRUE(Q4Matches(R, K, N, G, (R + N) % 2 == 1, (R + K / 64 + N) % 2 == 0, true));
+        }
+      }
+    }
+  }
+}
+
+TEST_F(VnniMatMulTest, ShapesItCannotTakeFallBackToHighway) {
+  std::vector<int8_t> xq(96, 1), w(96, 1);
+  std::vector<uint8_t> w4(48, 0x11);
+  float xs = 1, sc = 1, y = 0;
+  int32_t gs[3] = {32, 32, 32};
+  EXPECT_FALSE(MatMulQ8DynColumnsVnni(xq.data(), &xs, w.data(), &sc, nullptr, &y, 1, 96, 1, 0, 1));
+  EXPECT_FALSE(MatMulQ4DynColumnsVnni(xq.data(), &xs, gs, w4.data(), &sc, nullptr, nullptr, &y, 1, 96, 1, 32, 0, 1));
+  ASSERT_TRUE(Q8Matches(3, 96, 5, true, true));
+  ASSERT_TRUE(Q4Matches(3, 96, 5, 32, false, true, true));
+}
 
 TEST(QuantizeRowsI8Test, RoundsToNearestAndKeepsGroupSums) {
   const std::vector<float> x = {1.0f, -0.5f, 0.25f, 0.0f, 2.0f, -2.0f, 0.01f, 1.0f};

@@ -192,11 +192,11 @@ TEST(FamilySpec, Phi4MiniLongRopeWithPartialRotaryAndAttentionFactor) {
   EXPECT_DOUBLE_EQ(s.rope.attention_factor, std::sqrt(1 + std::log(2.0) / std::log(256.0)));
   const RopeTables t = ComputeRopeTables(s.rope);
   EXPECT_FLOAT_EQ(t.attention_scaling, static_cast<float>(s.rope.attention_factor));
-  EXPECT_EQ(LongestStaticContext(s), 256);
-  EXPECT_TRUE(CheckContextSupported(s, 256).ok());
-  Status too_long = CheckContextSupported(s, 257);
-  EXPECT_EQ(too_long.code(), ErrorCode::kUnsupported);
-  EXPECT_THAT(too_long.message(), HasSubstr("original_max_position_embeddings 256"));
+  // Both tables travel, so the whole max_position_embeddings context compiles.
+  EXPECT_EQ(t.switch_len, 256);
+  EXPECT_EQ(t.long_inv_freq.size(), t.inv_freq.size());
+  EXPECT_EQ(LongestStaticContext(s), 512);
+  EXPECT_TRUE(CheckContextSupported(s, 512).ok());
 }
 
 TEST(FamilySpec, LongRopeShortFactorsDivideTheFrequencies) {
@@ -217,13 +217,32 @@ TEST(FamilySpec, LongRopeShortFactorsDivideTheFrequencies) {
 
 // --- unsupported features are named ------------------------------------------------------------
 
-TEST(FamilySpec, ExactGeluIsUnsupportedForGemma2NamingTheKey) {
+// transformers: GemmaMLP reads hidden_act, Gemma2/3 MLPs read hidden_activation; "gelu" is
+// ACT2FN's exact (erf) GELU.
+TEST(FamilySpec, ExactGeluIsReadFromTheKeyEachGemmaFamilyUses) {
+  json gemma = ZooConfig("gemma");
+  gemma["hidden_act"] = "gelu";
+  gemma["hidden_activation"] = "gelu_pytorch_tanh";  // ignored by GemmaMLP today
+  auto s1 = ParseModelSpec(gemma, "gemma/config.json");
+  ASSERT_TRUE(s1.ok()) << s1.status().ToString();
+  EXPECT_EQ(s1->hidden_act, "gelu");
+  for (const char* family : {"gemma2", "gemma3"}) {
+    json config = ZooConfig(family);
+    config["hidden_act"] = "gelu_pytorch_tanh";  // ignored by Gemma2/3 MLPs
+    config["hidden_activation"] = "gelu";
+    auto s = ParseModelSpec(config, std::string(family) + "/config.json");
+    ASSERT_TRUE(s.ok()) << family << ": " << s.status().ToString();
+    EXPECT_EQ(s->hidden_act, "gelu") << family;
+  }
+}
+
+TEST(FamilySpec, OtherGeluVariantsAreUnsupportedForGemma2NamingTheKey) {
   json config = ZooConfig("gemma2");
-  config["hidden_activation"] = "gelu";
+  config["hidden_activation"] = "gelu_new";
   Status s = ParseError(config);
   EXPECT_EQ(s.code(), ErrorCode::kUnsupported);
-  EXPECT_THAT(s.message(), HasSubstr("'hidden_activation' is 'gelu'"));
-  EXPECT_THAT(s.message(), HasSubstr("supported: gelu_pytorch_tanh"));
+  EXPECT_THAT(s.message(), HasSubstr("'hidden_activation' is 'gelu_new'"));
+  EXPECT_THAT(s.message(), HasSubstr("supported: gelu_pytorch_tanh, gelu"));
 }
 
 TEST(FamilySpec, LmHeadBiasIsUnsupported) {

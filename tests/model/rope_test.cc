@@ -7,6 +7,7 @@
 #include <numbers>
 #include <vector>
 
+#include "kernels/kernels.h"
 #include "model/model_spec.h"
 #include "test_util.h"
 
@@ -127,6 +128,99 @@ TEST(Rope, InvalidSpecsAreRejectedAndGiveNoTable) {
   rope.factor = 8;
   rope.original_max_position_embeddings = 0;
   EXPECT_THAT(ValidateRopeSpec(rope).message(), HasSubstr("original_max_position_embeddings is 0"));
+}
+
+
+// --- longrope: both tables, picked per call ------------------------------------------------
+
+// A longrope spec like Phi-4-mini's rope_scaling, with distinct short and long factors.
+RopeSpec LongRopeSpec() {
+  RopeSpec r;
+  r.theta = 10000.0;
+  r.rotary_dim = 8;
+  r.scaling = RopeScalingType::kLongRope;
+  r.short_factor = {1.0, 1.25, 1.5, 2.0};
+  r.long_factor = {1.0, 2.735880826, 8.370679318, 22.90118105};
+  r.original_max_position_embeddings = 16;
+  r.attention_factor = 1.19;
+  return r;
+}
+
+// _compute_longrope_parameters: 1 / (ext_factors * base^(2i/dim)), in double.
+std::vector<double> LongRopeReference(const RopeSpec& r, const std::vector<double>& ext) {
+  std::vector<double> inv = DefaultReference(r.theta, r.rotary_dim);
+  for (size_t i = 0; i < inv.size(); ++i) inv[i] /= ext[i];
+  return inv;
+}
+
+TEST(Rope, LongRopeHasAShortAndALongTableAndTheSwitchLength) {
+  const RopeSpec r = LongRopeSpec();
+  const RopeTables t = ComputeRopeTables(r);
+  ExpectClose(t.inv_freq, LongRopeReference(r, r.short_factor));
+  ExpectClose(t.long_inv_freq, LongRopeReference(r, r.long_factor));
+  EXPECT_EQ(t.switch_len, 16);
+  EXPECT_FLOAT_EQ(t.attention_scaling, 1.19f);
+  // Other rope types have one table and never switch.
+  RopeSpec plain;
+  plain.rotary_dim = 8;
+  EXPECT_TRUE(ComputeRopeTables(plain).long_inv_freq.empty());
+  EXPECT_EQ(ComputeRopeTables(plain).switch_len, 0);
+}
+
+TEST(Rope, TableIndexFollowsTheLargestValidPositionOfTheCall) {
+  // seq_len = max(position_ids) + 1 > original (16) → long.
+  const int32_t below[] = {0, 5, 15};       // 15 + 1 = 16, not > 16
+  const int32_t straddle[] = {12, 14, 16};  // 16 + 1 > 16: the whole call is long
+  const int32_t padded[] = {15, -1, -1};    // padding rows do not count
+  const int32_t all_pad[] = {-1, -1};
+  const int32_t one_long[] = {16};
+  EXPECT_EQ(kernels::RopeTableIndex(below, 3, 16), 0);
+  EXPECT_EQ(kernels::RopeTableIndex(straddle, 3, 16), 1);
+  EXPECT_EQ(kernels::RopeTableIndex(padded, 3, 16), 0);
+  EXPECT_EQ(kernels::RopeTableIndex(all_pad, 2, 16), 0);
+  EXPECT_EQ(kernels::RopeTableIndex(one_long, 1, 16), 1);
+}
+
+// HF's rotation of one row, in double: rotate_half with cos/sin of p * inv_freq, scaled.
+std::vector<double> HfRotateRow(const std::vector<float>& x, int32_t p, const std::vector<double>& inv,
+                                double scaling) {
+  const size_t half = inv.size();
+  std::vector<double> y(x.begin(), x.end());
+  for (size_t i = 0; i < half; ++i) {
+    const double c = std::cos(p * inv[i]) * scaling, s = std::sin(p * inv[i]) * scaling;
+    y[i] = x[i] * c - x[i + half] * s;
+    y[i + half] = x[i + half] * c + x[i] * s;
+  }
+  return y;
+}
+
+// One call below the switch rotates with the short factors, one call whose last position
+// passes original_max_position_embeddings rotates every row (even those below it) with the
+// long factors, as transformers' forward does for that call.
+TEST(Rope, CallsBelowAndPastTheSwitchMatchHfFormulaWithTheirTable) {
+  const RopeSpec r = LongRopeSpec();
+  const RopeTables t = ComputeRopeTables(r);
+  std::vector<float> both = t.inv_freq;
+  both.insert(both.end(), t.long_inv_freq.begin(), t.long_inv_freq.end());
+  const int64_t hd = 8, half = 4;
+  for (const std::vector<int32_t>& pos : {std::vector<int32_t>{3, 9, 15}, std::vector<int32_t>{14, 15, 40}}) {
+    const bool long_call = pos.back() + 1 > 16;
+    std::vector<float> x(pos.size() * hd);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * float(i)) + 0.1f;
+    std::vector<float> y(x.size());
+    const int64_t T = static_cast<int64_t>(pos.size());
+    const float* table = both.data() + kernels::RopeTableIndex(pos.data(), T, t.switch_len) * half;
+    kernels::Rope(x.data(), pos.data(), table, y.data(), T, 1, hd, hd, t.attention_scaling);
+    const std::vector<double> inv = LongRopeReference(r, long_call ? r.long_factor : r.short_factor);
+    for (size_t row = 0; row < pos.size(); ++row) {
+      const std::vector<float> xr(x.begin() + row * hd, x.begin() + (row + 1) * hd);
+      const std::vector<double> want = HfRotateRow(xr, pos[row], inv, r.attention_factor);
+      for (int64_t i = 0; i < hd; ++i) {
+        EXPECT_NEAR(y[row * hd + i], want[i], 2e-5) << "pos " << pos[row] << " dim " << i
+                                                    << (long_call ? " (long call)" : " (short call)");
+      }
+    }
+  }
 }
 
 }  // namespace

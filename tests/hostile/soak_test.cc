@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "core/thread_pool.h"
 #include "e2e/artifacts.h"
 #include "llm/runner.h"
 #include "llm/session.h"
@@ -70,6 +71,12 @@ std::vector<int32_t> GenerateToEnd(llm::Session& s, const std::vector<int32_t>& 
 }
 
 void Soak(const std::string& checkpoint, int64_t max_context) {
+  // One thread: these models are tiny and mostly decode one token per call, where a pool only
+  // adds hand-offs (slow on a busy CI machine); restored to the machine's count at the end.
+  ThreadPool::SetDefaultThreadCount(1);
+  struct RestoreThreads {
+    ~RestoreThreads() { ThreadPool::SetDefaultThreadCount(0); }
+  } restore_threads;
   const std::string artifact = CompiledArtifact(checkpoint, {8}, max_context);
   const std::vector<std::vector<int32_t>> prompts = {{1}, {1, 403, 407, 261}, {1, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39}};
 
@@ -137,7 +144,9 @@ void Soak(const std::string& checkpoint, int64_t max_context) {
     const int64_t growth = ResidentBytes() - rss_after_first_round;
     EXPECT_LT(growth, 4 << 20) << "resident memory grew by " << growth << " bytes over " << tokens << " tokens";
   }
-  std::printf("soak: %s: %lld tokens\n", checkpoint.c_str(), static_cast<long long>(tokens));
+  std::printf("soak: %s: %lld tokens, resident %lld KiB after the first rounds, %lld KiB at the end\n", checkpoint.c_str(),
+              static_cast<long long>(tokens), static_cast<long long>(rss_after_first_round >> 10),
+              static_cast<long long>(ResidentBytes() >> 10));
 }
 
 TEST(Soak, FullCacheGenerationsMatchAFreshSessionAndMemoryStaysFlat) {

@@ -1,0 +1,298 @@
+// AVX-512 VNNI bodies of the dynamic-activation quantized products (8da8w, 8da4w).
+//
+// Why not Highway: the Debian 12 Highway (1.0.3) has no op for u8×s8 → i32 dot products, and its
+// AVX3_DL target does not enable avx512vnni. These two functions are therefore written with
+// intrinsics in a function-level target, chosen at run time by quant_kernels' dispatch when the
+// CPU has avx512vnni (VnniAvailable), and tested against the same scalar references as the
+// Highway bodies. Everywhere else (AVX2, Arm, old x86) the Highway bodies run.
+//
+// vpdpbusd multiplies unsigned bytes by signed bytes, 64 products per instruction summed in
+// groups of 4 into 16 int32 lanes:
+//  - Q4: the weight nibbles (0..15) are the unsigned operand, xq the signed one; exact.
+//  - Q8: xq + 128 (unsigned) times w (signed), minus 128·Σw per output channel; exact.
+// Q4 packing (quant_kernels.h): 32 bytes hold 64 consecutive k as two 32-k blocks, block b's
+// byte j = q[32b + j] (low nibble) | q[32b + 16 + j] << 4. Unpacked as [low nibbles | high
+// nibbles] the k order is (0-15, 32-47, 16-31, 48-63), so the activations are permuted once per
+// call into that order (128-bit lanes 0,2,1,3 of every 64 bytes); int32 lanes 0-3 and 8-11 then
+// belong to the first 32-k block, lanes 4-7 and 12-15 to the second.
+#include "kernels/matmul_q_vnni.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define SLM_HAVE_VNNI_KERNELS 1
+// GCC 12 reports the deliberately undefined upper lanes of the 128/256 → 512-bit casts as
+// uninitialized; they are never read.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#else
+#define SLM_HAVE_VNNI_KERNELS 0
+#endif
+
+namespace slm::kernels {
+
+namespace {
+std::atomic<bool> vnni_enabled_for_test{true};
+}  // namespace
+
+bool VnniAvailable() {
+#if SLM_HAVE_VNNI_KERNELS
+  static const bool available = [] {
+    const char* off = std::getenv("SLM_DISABLE_VNNI");
+    if (off != nullptr && off[0] != '\0' && off[0] != '0') return false;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vnni");
+  }();
+  return available && vnni_enabled_for_test.load(std::memory_order_relaxed);
+#else
+  return false;
+#endif
+}
+
+void SetVnniEnabledForTest(bool enabled) { vnni_enabled_for_test.store(enabled); }
+
+#if SLM_HAVE_VNNI_KERNELS
+
+#define SLM_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
+
+namespace {
+
+// Grow-only per-thread scratch (allocates on a thread's first call for a given size only).
+uint8_t* Scratch(size_t bytes) {
+  thread_local std::vector<uint8_t> buf;
+  if (buf.size() < bytes) buf.resize(bytes);
+  return buf.data();
+}
+
+// Horizontal sums (not _mm512_reduce_add_*: GCC 12 warns about their undefined-vector temporaries).
+SLM_VNNI_TARGET inline float ReduceAdd(__m512 v) {
+  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+  __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+  q = _mm_add_ss(q, _mm_movehdup_ps(q));
+  return _mm_cvtss_f32(q);
+}
+SLM_VNNI_TARGET inline int32_t ReduceAdd(__m512i v) {
+  const __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+  __m128i q = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(1, 0, 3, 2)));
+  q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(q);
+}
+
+// ---- Q8 × dynamic int8 ----
+
+// out[R, K] = xq + 128 as unsigned bytes.
+SLM_VNNI_TARGET void BiasToUnsigned(const int8_t* xq, uint8_t* out, size_t n) {
+  const __m512i flip = _mm512_set1_epi8(int8_t(0x80));
+  size_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    _mm512_storeu_si512(out + i, _mm512_xor_si512(_mm512_loadu_si512(xq + i), flip));
+  }
+  for (; i < n; ++i) out[i] = uint8_t(int(xq[i]) + 128);
+}
+
+// kR rows × kN weight rows; K % 64 == 0.
+template <int kR, int kN>
+SLM_VNNI_TARGET inline void Q8Tile(const uint8_t* xu, const int8_t* xq_unused, const float* xscale,
+                                   const int8_t* w, const float* scales, const float* bias,
+                                   float* y, size_t K, size_t ldy) {
+  (void)xq_unused;
+  __m512i acc[kR][kN];
+  __m512i wsum[kN];
+  const __m512i ones = _mm512_set1_epi8(1);
+  #pragma GCC unroll 16
+  for (int c = 0; c < kN; ++c) {
+    wsum[c] = _mm512_setzero_si512();
+    #pragma GCC unroll 16
+    for (int r = 0; r < kR; ++r) acc[r][c] = _mm512_setzero_si512();
+  }
+  for (size_t k = 0; k < K; k += 64) {
+    __m512i wv[kN];
+    #pragma GCC unroll 16
+    for (int c = 0; c < kN; ++c) {
+      wv[c] = _mm512_loadu_si512(w + c * K + k);
+      wsum[c] = _mm512_dpbusd_epi32(wsum[c], ones, wv[c]);
+    }
+    #pragma GCC unroll 16
+    for (int r = 0; r < kR; ++r) {
+      const __m512i xv = _mm512_loadu_si512(xu + r * K + k);
+      #pragma GCC unroll 16
+      for (int c = 0; c < kN; ++c) acc[r][c] = _mm512_dpbusd_epi32(acc[r][c], xv, wv[c]);
+    }
+  }
+  #pragma GCC unroll 16
+  for (int c = 0; c < kN; ++c) {
+    const int32_t sw = ReduceAdd(wsum[c]);
+    #pragma GCC unroll 16
+    for (int r = 0; r < kR; ++r) {
+      const int32_t dot = ReduceAdd(acc[r][c]) - 128 * sw;
+      float v = float(dot) * xscale[r] * scales[c];
+      if (bias) v += bias[c];
+      y[r * ldy + c] = v;
+    }
+  }
+}
+
+// ---- Q4 × dynamic int8 ----
+
+// out = each row of xq [R, K] with the 16-byte lanes of every 64 bytes in order 0, 2, 1, 3.
+SLM_VNNI_TARGET void PermuteForQ4(const int8_t* xq, int8_t* out, size_t R, size_t K) {
+  for (size_t i = 0; i < R * K; i += 64) {
+    const __m512i v = _mm512_loadu_si512(xq + i);
+    _mm512_storeu_si512(out + i, _mm512_shuffle_i64x2(v, v, _MM_SHUFFLE(3, 1, 2, 0)));
+  }
+}
+
+// 64 weights of one row (32 bytes) as unsigned bytes in k order (0-15, 32-47, 16-31, 48-63).
+SLM_VNNI_TARGET inline __m512i UnpackQ4(const uint8_t* p) {
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  const __m256i mask = _mm256_set1_epi8(0x0F);
+  const __m256i lo = _mm256_and_si256(v, mask);
+  const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+// Per-lane scales of one 64-k step for G == 32: lanes 0-3, 8-11 ← s[0]; 4-7, 12-15 ← s[1].
+SLM_VNNI_TARGET inline __m512 PairScales(const float* s) {
+  const __m512i idx = _mm512_set_epi32(1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0);
+  const __m128 two = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s)));
+  return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(two));
+}
+
+// kR rows × kN weight rows; K % 64 == 0, G ∈ {32, 64, 128}. xp: permuted xq.
+template <int kR, int kN>
+SLM_VNNI_TARGET inline void Q4Tile(const int8_t* xp, const float* xscale, const int32_t* group_sums,
+                                   const uint8_t* w, const float* scales, const float* offsets,
+                                   const float* bias, float* y, size_t K, size_t G, size_t ldy) {
+  const size_t groups = K / G;
+  __m512 acc[kR][kN];
+  #pragma GCC unroll 16
+  for (int r = 0; r < kR; ++r)
+    #pragma GCC unroll 16
+    for (int c = 0; c < kN; ++c) acc[r][c] = _mm512_setzero_ps();
+  // One int32 dot per 64-k step, scaled into f32 at once: with G == 32 the step spans two groups
+  // (per-lane scales), with G >= 64 one (a broadcast scale).
+  for (size_t k = 0; k < K; k += 64) {
+    __m512i wv[kN];
+    __m512 sv[kN];
+    #pragma GCC unroll 16
+    for (int c = 0; c < kN; ++c) {
+      wv[c] = UnpackQ4(w + c * (K / 2) + k / 2);
+      const float* sc = scales + c * groups;
+      sv[c] = G == 32 ? PairScales(sc + k / 32) : _mm512_set1_ps(sc[k / G]);
+    }
+    #pragma GCC unroll 16
+    for (int r = 0; r < kR; ++r) {
+      const __m512i xv = _mm512_loadu_si512(xp + r * K + k);
+      #pragma GCC unroll 16
+      for (int c = 0; c < kN; ++c) {
+        const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[c], xv);
+        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), sv[c], acc[r][c]);
+      }
+    }
+  }
+  #pragma GCC unroll 16
+  for (int c = 0; c < kN; ++c) {
+    const float* sc = scales + c * groups;
+    const float* oc = offsets ? offsets + c * groups : nullptr;
+    #pragma GCC unroll 16
+    for (int r = 0; r < kR; ++r) {
+      float v = ReduceAdd(acc[r][c]);
+      const int32_t* gs = group_sums + r * groups;
+      for (size_t g = 0; g < groups; ++g) v += (oc ? oc[g] : -8.0f * sc[g]) * float(gs[g]);
+      v *= xscale[r];
+      if (bias) v += bias[c];
+      y[r * ldy + c] = v;
+    }
+  }
+}
+
+// Runs Tile<kR, kN> over rows [0, R) × columns [n_begin, n_end), with smaller tiles at the edges.
+// Columns outside, rows inside: a tile's weight rows (kN·K bytes or half that) stay in L1 while
+// every row block of x (R·K bytes, in L2) passes them, so each weight is read from memory once.
+template <template <int, int> class Call, class... Args>
+SLM_VNNI_TARGET void ForTiles(size_t R, size_t n_begin, size_t n_end, Args... args) {
+  constexpr int kN = 4;
+  const size_t rows4 = R / 4 * 4;
+  size_t c = n_begin;
+  for (; c + kN <= n_end; c += kN) {
+    for (size_t r = 0; r < rows4; r += 4) Call<4, kN>::Run(r, c, args...);
+    for (size_t r = rows4; r < R; ++r) Call<1, kN>::Run(r, c, args...);
+  }
+  for (; c < n_end; ++c) {
+    for (size_t r = 0; r < rows4; r += 4) Call<4, 1>::Run(r, c, args...);
+    for (size_t r = rows4; r < R; ++r) Call<1, 1>::Run(r, c, args...);
+  }
+}
+
+template <int kR, int kN>
+struct Q8Call {
+  SLM_VNNI_TARGET static void Run(size_t r, size_t c, const uint8_t* xu, const float* xscale,
+                                  const int8_t* w, const float* scales, const float* bias, float* y,
+                                  size_t K, size_t N) {
+    Q8Tile<kR, kN>(xu + r * K, nullptr, xscale + r, w + c * K, scales + c, bias ? bias + c : nullptr,
+                   y + r * N + c, K, N);
+  }
+};
+
+template <int kR, int kN>
+struct Q4Call {
+  SLM_VNNI_TARGET static void Run(size_t r, size_t c, const int8_t* xp, const float* xscale,
+                                  const int32_t* group_sums, const uint8_t* w, const float* scales,
+                                  const float* offsets, const float* bias, float* y, size_t K,
+                                  size_t N, size_t G) {
+    const size_t groups = K / G;
+    Q4Tile<kR, kN>(xp + r * K, xscale + r, group_sums + r * groups, w + c * (K / 2), scales + c * groups,
+                   offsets ? offsets + c * groups : nullptr, bias ? bias + c : nullptr, y + r * N + c, K, G, N);
+  }
+};
+
+}  // namespace
+
+bool MatMulQ8DynColumnsVnni(const int8_t* xq, const float* xscale, const int8_t* w,
+                            const float* scales, const float* bias, float* y, int64_t R, int64_t K,
+                            int64_t N, int64_t n_begin, int64_t n_end) {
+  if (!VnniAvailable() || K % 64 != 0) return false;
+  const size_t k = size_t(K), rows = size_t(R);
+  uint8_t* xu = Scratch(rows * k);
+  BiasToUnsigned(xq, xu, rows * k);
+  ForTiles<Q8Call>(rows, size_t(n_begin), size_t(n_end), static_cast<const uint8_t*>(xu), xscale, w, scales,
+                   bias, y, k, size_t(N));
+  return true;
+}
+
+bool MatMulQ4DynColumnsVnni(const int8_t* xq, const float* xscale, const int32_t* group_sums,
+                            const uint8_t* w, const float* scales, const float* offsets,
+                            const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G,
+                            int64_t n_begin, int64_t n_end) {
+  if (!VnniAvailable() || K % 64 != 0 || (G != 32 && G % 64 != 0)) return false;
+  const size_t k = size_t(K), rows = size_t(R);
+  int8_t* xp = reinterpret_cast<int8_t*>(Scratch(rows * k));
+  PermuteForQ4(xq, xp, rows, k);
+  ForTiles<Q4Call>(rows, size_t(n_begin), size_t(n_end), static_cast<const int8_t*>(xp), xscale, group_sums, w,
+                   scales, offsets, bias, y, k, size_t(N), size_t(G));
+  return true;
+}
+
+#else  // !SLM_HAVE_VNNI_KERNELS
+
+bool MatMulQ8DynColumnsVnni(const int8_t*, const float*, const int8_t*, const float*, const float*,
+                            float*, int64_t, int64_t, int64_t, int64_t, int64_t) {
+  return false;
+}
+bool MatMulQ4DynColumnsVnni(const int8_t*, const float*, const int32_t*, const uint8_t*,
+                            const float*, const float*, const float*, float*, int64_t, int64_t,
+                            int64_t, int64_t, int64_t, int64_t) {
+  return false;
+}
+
+#endif  // SLM_HAVE_VNNI_KERNELS
+
+}  // namespace slm::kernels

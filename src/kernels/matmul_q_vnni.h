@@ -1,0 +1,25 @@
+// AVX-512 VNNI versions of the dynamic-activation quantized products of quant_kernels.h, used by
+// their dispatch when the CPU has avx512vnni. Same contracts as MatMulQ8DynColumns /
+// MatMulQ4DynColumns; each returns false (and writes nothing) when it cannot run: no VNNI on this
+// CPU or in this build, K not a multiple of 64, or an unsupported group.
+#pragma once
+
+#include <cstdint>
+
+namespace slm::kernels {
+
+// True when the CPU has AVX-512 VNNI and SLM_DISABLE_VNNI is unset (or "0"); read once.
+bool VnniAvailable();
+// Tests: false routes the dispatch to the Highway bodies even on a VNNI CPU.
+void SetVnniEnabledForTest(bool enabled);
+
+bool MatMulQ8DynColumnsVnni(const int8_t* xq, const float* xscale, const int8_t* w,
+                            const float* scales, const float* bias, float* y, int64_t R, int64_t K,
+                            int64_t N, int64_t n_begin, int64_t n_end);
+
+bool MatMulQ4DynColumnsVnni(const int8_t* xq, const float* xscale, const int32_t* group_sums,
+                            const uint8_t* w, const float* scales, const float* offsets,
+                            const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G,
+                            int64_t n_begin, int64_t n_end);
+
+}  // namespace slm::kernels
