@@ -10,7 +10,7 @@
 #
 # The growing corpus is kept in build-fuzz/corpus/<target>; findings (crash-*, leak-*,
 # timeout-*, oom-*) go to build-fuzz/findings/<target>/. Reproduce one with
-#   build-fuzz/<target> build-fuzz/findings/<target>/<file>
+#   build-fuzz/fuzz/<target> build-fuzz/findings/<target>/<file>
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -71,8 +71,10 @@ for t in "${TARGETS[@]}"; do
   log=$BUILD/findings/$t/last-run.log
   # -malloc_limit_mb: one allocation above 1 GiB from a small input is a missing resource
   # bound, reported like a crash. -timeout: one input running 10 s is a hang.
+  bin=$BUILD/fuzz/$t  # fuzz/CMakeLists.txt puts the targets in the fuzz/ subfolder
+  [ -x "$bin" ] || bin=$BUILD/$t
   set +e
-  "$BUILD/$t" "$BUILD/corpus/$t" "$BUILD/seeds/$t" -max_total_time="$SECONDS_PER_TARGET" \
+  "$bin" "$BUILD/corpus/$t" "$BUILD/seeds/$t" -max_total_time="$SECONDS_PER_TARGET" \
     -timeout=10 -rss_limit_mb=2560 -malloc_limit_mb=1024 -max_len=1048576 -print_final_stats=1 \
     -artifact_prefix="$BUILD/findings/$t/" "${EXTRA[@]}" >"$log" 2>&1
   rc=$?
