@@ -97,6 +97,15 @@ Result<std::unique_ptr<BpeTokenizer>> LoadTiktokenTokenizer(std::string_view fil
     next_id = std::max(next_id, rank + 1);
   }
   if (c.model.vocab.empty()) return ParseError(source + ": no tokens (expected '<base64 token> <rank>' lines)");
+  // Ranks are the token ids and the id table is sized by the largest one: real files number
+  // their lines densely (0..N-1). Bounding the largest rank by the line count (with slack for
+  // gaps) keeps memory proportional to the file instead of to a number written in it.
+  const int64_t max_ids = 2 * int64_t(c.model.vocab.size()) + 1024;
+  if (next_id > max_ids) {
+    return ParseError(source + ": largest rank is " + std::to_string(next_id - 1) + " for " +
+                      std::to_string(c.model.vocab.size()) + " tokens, expected ranks below " +
+                      std::to_string(max_ids) + " (ranks are dense token ids)");
+  }
   c.model.merge_by_concatenated_rank = true;
   c.model.ignore_merges = true;
   SLM_ASSIGN_OR_RETURN(c.pre_tokenizer, MakeRegexByteLevelPreTokenizer(kLlama3Pattern, false, source + " (Llama 3 regex)"));

@@ -253,3 +253,19 @@ TEST(TokenizerFactoryTest, CompiledArtifactEmbedsTheCheckpointsTiktokenTokenizer
 
 }  // namespace
 }  // namespace slm::llm
+
+// Found by tokenizer_json_fuzz: a rank of 274119883 on a one-line file made the loader size its id
+// table by that number (8.7 GB). Ranks must stay within the file's token count (with slack).
+namespace slm::llm {
+namespace {
+TEST(TiktokenLoaderTest, RankFarBeyondTheTokenCountIsRefusedBeforeAllocating) {
+  TokenizerSideFiles side;
+  SpecialTokenPolicy policy;
+  auto t = LoadTiktokenTokenizer("IQ== 0\nMTEx 274119883\n", "x/tokenizer.model", side, &policy);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("x/tokenizer.model: largest rank is 274119883 for 2 tokens"), std::string::npos)
+      << t.status().message();
+  EXPECT_TRUE(LoadTiktokenTokenizer("IQ== 0\nIg== 1\n", "x/tokenizer.model", side, &policy).ok());
+}
+}  // namespace
+}  // namespace slm::llm
