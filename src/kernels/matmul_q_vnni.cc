@@ -100,10 +100,9 @@ SLM_VNNI_TARGET void BiasToUnsigned(const int8_t* xq, uint8_t* out, size_t n) {
 
 // kR rows × kN weight rows; K % 64 == 0.
 template <int kR, int kN>
-SLM_VNNI_TARGET inline void Q8Tile(const uint8_t* xu, const int8_t* xq_unused, const float* xscale,
-                                   const int8_t* w, const float* scales, const float* bias,
-                                   float* y, size_t K, size_t ldy) {
-  (void)xq_unused;
+SLM_VNNI_TARGET inline void Q8Tile(const uint8_t* xu, const float* xscale, const int8_t* w,
+                                   const float* scales, const float* bias, float* y, size_t K,
+                                   size_t ldy) {
   __m512i acc[kR][kN];
   __m512i wsum[kN];
   const __m512i ones = _mm512_set1_epi8(1);
@@ -237,7 +236,7 @@ struct Q8Call {
   SLM_VNNI_TARGET static void Run(size_t r, size_t c, const uint8_t* xu, const float* xscale,
                                   const int8_t* w, const float* scales, const float* bias, float* y,
                                   size_t K, size_t N) {
-    Q8Tile<kR, kN>(xu + r * K, nullptr, xscale + r, w + c * K, scales + c, bias ? bias + c : nullptr,
+    Q8Tile<kR, kN>(xu + r * K, xscale + r, w + c * K, scales + c, bias ? bias + c : nullptr,
                    y + r * N + c, K, N);
   }
 };
