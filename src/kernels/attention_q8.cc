@@ -11,9 +11,9 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
-#include <limits>
 
 #include "kernels/attention_q8.h"
+#include "kernels/attention_rows.h"
 
 namespace slm::kernels {
 
@@ -90,51 +90,9 @@ void AttentionQ8(const float* q, const int8_t* k, const float* k_scale, const in
                  const int8_t* v_cache, const float* vc_scale, const float* mask, float* out,
                  float* scratch, int64_t T, int64_t L, int64_t n_heads, int64_t n_kv_heads,
                  int64_t head_dim, float scale, float softcap) {
-  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  const int64_t cols = L + T;
-  const int64_t group = n_heads / n_kv_heads;
-  const int64_t hd = head_dim;
-  auto row = [&](const int8_t* cache, const int8_t* fresh, int64_t g, int64_t c) {
-    return c < L ? cache + (g * L + c) * hd : fresh + ((c - L) * n_kv_heads + g) * hd;
-  };
-  auto row_scale = [&](const float* cache, const float* fresh, int64_t g, int64_t c) {
-    return c < L ? cache[g * L + c] : fresh[(c - L) * n_kv_heads + g];
-  };
-  for (int64_t t = 0; t < T; ++t) {
-    const float* mrow = mask + t * cols;
-    for (int64_t h = 0; h < n_heads; ++h) {
-      const int64_t g = h / group;
-      const float* qh = q + (t * n_heads + h) * hd;
-      float* oh = out + (t * n_heads + h) * hd;
-      float max_s = kNegInf;
-      for (int64_t c = 0; c < cols; ++c) {
-        if (mrow[c] == kNegInf) continue;
-        const int8_t* kc = row(k_cache, k, g, c);
-        double dot = 0.0;
-        for (int64_t i = 0; i < hd; ++i) dot += double(qh[i]) * double(kc[i]);
-        float s = float(dot) * row_scale(kc_scale, k_scale, g, c) * scale;
-        if (softcap > 0.0f) s = softcap * std::tanh(s / softcap);
-        s += mrow[c];
-        scratch[c] = s;
-        if (s > max_s) max_s = s;
-      }
-      double sum = 0.0;
-      for (int64_t c = 0; c < cols; ++c) {
-        if (mrow[c] == kNegInf) continue;
-        scratch[c] = std::exp(scratch[c] - max_s);
-        sum += scratch[c];
-      }
-      for (int64_t i = 0; i < hd; ++i) {
-        double acc = 0.0;
-        for (int64_t c = 0; c < cols; ++c) {
-          if (mrow[c] == kNegInf) continue;
-          const float p = float(scratch[c] / sum) * row_scale(vc_scale, v_scale, g, c);
-          acc += double(p) * double(row(v_cache, v, g, c)[i]);
-        }
-        oh[i] = float(acc);
-      }
-    }
-  }
+  AttentionOverRows(q, KvRows<int8_t>(k_cache, kc_scale, k, k_scale, L, n_kv_heads, head_dim),
+                    KvRows<int8_t>(v_cache, vc_scale, v, v_scale, L, n_kv_heads, head_dim), mask,
+                    out, scratch, T, L, n_heads, n_kv_heads, head_dim, scale, softcap);
 }
 
 }  // namespace reference

@@ -1,7 +1,7 @@
 // Highway bodies of GeGlu and GeGluErf (Gemma's MLP activation, tanh-approximated or exact),
 // compiled once per SIMD target via geglu.cc. GeGlu has the per-element math of GeluTanh in
-// elementwise-inl.h, fused with the multiply by `up` so the MLP needs one pass and no temporary;
-// the tail runs the same lambda on one-lane vectors.
+// elementwise-inl.h, fused with the multiply by `up` so the MLP needs one pass and no temporary.
+// Both entry points share one loop (GatedByUp), templated on the activation functor.
 
 #if defined(SLM_KERNELS_GEGLU_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef SLM_KERNELS_GEGLU_INL_H_
@@ -21,16 +21,18 @@ HWY_BEFORE_NAMESPACE();
 namespace slm::kernels::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// gelu_tanh(g) * u on one vector, in torch's operation order (see reference::GeGlu).
-template <class D, class V>
-HWY_INLINE V GeGluVec(D d, V g, V u) {
-  const float kBeta = float(M_SQRT2 * M_2_SQRTPI * 0.5);  // √(2/π), as torch writes it
-  const auto cube = hn::Mul(hn::Mul(g, g), g);
-  const auto inner = hn::Mul(hn::Set(d, kBeta), hn::Add(g, hn::Mul(hn::Set(d, 0.044715f), cube)));
-  const auto half_g = hn::Mul(hn::Set(d, 0.5f), g);
-  const auto gelu = hn::Mul(half_g, hn::Add(hn::Set(d, 1.0f), hn::Tanh(d, inner)));
-  return hn::Mul(gelu, u);
-}
+// gelu_tanh(g) on one vector, in torch's operation order (see reference::GeluTanh).
+struct GeluTanhVec {
+  template <class D, class V>
+  HWY_INLINE V operator()(D d, V g) const {
+    const float kBeta = float(M_SQRT2 * M_2_SQRTPI * 0.5);  // √(2/π), as torch writes it
+    const auto cube = hn::Mul(hn::Mul(g, g), g);
+    const auto inner =
+        hn::Mul(hn::Set(d, kBeta), hn::Add(g, hn::Mul(hn::Set(d, 0.044715f), cube)));
+    const auto half_g = hn::Mul(hn::Set(d, 0.5f), g);
+    return hn::Mul(half_g, hn::Add(hn::Set(d, 1.0f), hn::Tanh(d, inner)));
+  }
+};
 
 // erf(z) for float32 lanes (Highway has no Erf). Abramowitz & Stegun 7.1.26 on |z| with the
 // sign restored: erf(|z|) = 1 - poly(t)·exp(-z²), t = 1 / (1 + p·|z|), absolute error <= 1.5e-7
@@ -51,40 +53,39 @@ HWY_INLINE V ErfVec(D d, V z) {
   return hn::CopySign(erf_abs, z);
 }
 
-// gelu(g) * u with exact GELU, torch's order: (g · 0.5) · (1 + erf(g · √½)), then · u.
-template <class D, class V>
-HWY_INLINE V GeGluErfVec(D d, V g, V u) {
-  const auto erf = ErfVec(d, hn::Mul(g, hn::Set(d, float(M_SQRT1_2))));
-  const auto gelu = hn::Mul(hn::Mul(g, hn::Set(d, 0.5f)), hn::Add(hn::Set(d, 1.0f), erf));
-  return hn::Mul(gelu, u);
-}
+// Exact gelu(g) on one vector, torch's order: (g · 0.5) · (1 + erf(g · √½)).
+struct GeluErfVec {
+  template <class D, class V>
+  HWY_INLINE V operator()(D d, V g) const {
+    const auto erf = ErfVec(d, hn::Mul(g, hn::Set(d, float(M_SQRT1_2))));
+    return hn::Mul(hn::Mul(g, hn::Set(d, 0.5f)), hn::Add(hn::Set(d, 1.0f), erf));
+  }
+};
 
-void GeGluErf(const float* gate, const float* up, float* y, int64_t n) {
+// y = gelu(gate) * up, whole vectors then a one-lane tail through the same `Gelu`, so every
+// element sees the same operations whatever its position.
+template <class Gelu>
+HWY_INLINE void GatedByUp(const float* gate, const float* up, float* y, int64_t n) {
+  const Gelu gelu;
   const hn::ScalableTag<float> d;
   const size_t NL = hn::Lanes(d);
   const size_t count = size_t(n);
   size_t i = 0;
   for (; i + NL <= count; i += NL) {
-    hn::StoreU(GeGluErfVec(d, hn::LoadU(d, gate + i), hn::LoadU(d, up + i)), d, y + i);
+    hn::StoreU(hn::Mul(gelu(d, hn::LoadU(d, gate + i)), hn::LoadU(d, up + i)), d, y + i);
   }
   const hn::CappedTag<float, 1> d1;
   for (; i < count; ++i) {
-    hn::StoreU(GeGluErfVec(d1, hn::LoadU(d1, gate + i), hn::LoadU(d1, up + i)), d1, y + i);
+    hn::StoreU(hn::Mul(gelu(d1, hn::LoadU(d1, gate + i)), hn::LoadU(d1, up + i)), d1, y + i);
   }
 }
 
 void GeGlu(const float* gate, const float* up, float* y, int64_t n) {
-  const hn::ScalableTag<float> d;
-  const size_t NL = hn::Lanes(d);
-  const size_t count = size_t(n);
-  size_t i = 0;
-  for (; i + NL <= count; i += NL) {
-    hn::StoreU(GeGluVec(d, hn::LoadU(d, gate + i), hn::LoadU(d, up + i)), d, y + i);
-  }
-  const hn::CappedTag<float, 1> d1;
-  for (; i < count; ++i) {
-    hn::StoreU(GeGluVec(d1, hn::LoadU(d1, gate + i), hn::LoadU(d1, up + i)), d1, y + i);
-  }
+  GatedByUp<GeluTanhVec>(gate, up, y, n);
+}
+
+void GeGluErf(const float* gate, const float* up, float* y, int64_t n) {
+  GatedByUp<GeluErfVec>(gate, up, y, n);
 }
 
 }  // namespace slm::kernels::HWY_NAMESPACE

@@ -4,12 +4,22 @@
 
 #include <cmath>
 #include <cstring>
-#include <limits>
+
+#include "kernels/attention_rows.h"
 
 namespace slm::kernels::reference {
 namespace {
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+// y[i] = gelu(gate[i]) * up[i], with `Gelu` one of the activation references below (GeGlu's
+// tanh and erf forms differ only in it).
+template <void (*Gelu)(const float*, float*, int64_t)>
+void GatedByUp(const float* gate, const float* up, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    float g;
+    Gelu(gate + i, &g, 1);
+    y[i] = g * up[i];
+  }
+}
 
 }  // namespace
 
@@ -87,48 +97,9 @@ void Attention(const float* q, const float* k, const float* v, const float* k_ca
                const float* v_cache, const float* mask, float* out, float* scratch, int64_t T,
                int64_t L, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale,
                float softcap) {
-  const int64_t cols = L + T;
-  const int64_t group = n_heads / n_kv_heads;
-  const int64_t hd = head_dim;
-  // Row of column c for kv head g: cache slot c < L, else new row c - L.
-  auto key = [&](const float* cache, const float* fresh, int64_t g, int64_t c) {
-    return c < L ? cache + (g * L + c) * hd : fresh + ((c - L) * n_kv_heads + g) * hd;
-  };
-  for (int64_t t = 0; t < T; ++t) {
-    const float* mrow = mask + t * cols;
-    for (int64_t h = 0; h < n_heads; ++h) {
-      const int64_t g = h / group;
-      const float* qh = q + (t * n_heads + h) * hd;
-      float* oh = out + (t * n_heads + h) * hd;
-      float max_s = kNegInf;
-      for (int64_t c = 0; c < cols; ++c) {
-        if (mrow[c] == kNegInf) continue;
-        const float* kc = key(k_cache, k, g, c);
-        double dot = 0.0;
-        for (int64_t i = 0; i < hd; ++i) dot += double(qh[i]) * double(kc[i]);
-        float s = float(dot) * scale;
-        if (softcap > 0.0f) s = softcap * std::tanh(s / softcap);
-        s += mrow[c];
-        scratch[c] = s;
-        if (s > max_s) max_s = s;
-      }
-      double sum = 0.0;
-      for (int64_t c = 0; c < cols; ++c) {
-        if (mrow[c] == kNegInf) continue;
-        scratch[c] = std::exp(scratch[c] - max_s);
-        sum += scratch[c];
-      }
-      for (int64_t i = 0; i < hd; ++i) {
-        double acc = 0.0;
-        for (int64_t c = 0; c < cols; ++c) {
-          if (mrow[c] == kNegInf) continue;
-          const float p = float(scratch[c] / sum);
-          acc += double(p) * double(key(v_cache, v, g, c)[i]);
-        }
-        oh[i] = float(acc);  // 0 when no column is visible
-      }
-    }
-  }
+  AttentionOverRows(q, KvRows<float>(k_cache, k, L, n_kv_heads, head_dim),
+                    KvRows<float>(v_cache, v, L, n_kv_heads, head_dim), mask, out, scratch, T, L,
+                    n_heads, n_kv_heads, head_dim, scale, softcap);
 }
 
 void KvCommit(const float* k, const float* v, const int32_t* pos, float* k_cache, float* v_cache,
@@ -170,15 +141,6 @@ void GeluTanh(const float* x, float* y, int64_t n) {
   }
 }
 
-void GeGlu(const float* gate, const float* up, float* y, int64_t n) {
-  // torch: act_fn(gate) * up with act_fn = gelu(approximate='tanh'), element by element.
-  for (int64_t i = 0; i < n; ++i) {
-    float g;
-    GeluTanh(gate + i, &g, 1);
-    y[i] = g * up[i];
-  }
-}
-
 void GeluErf(const float* x, float* y, int64_t n) {
   // torch's CPU kernel for approximate='none': (x * 0.5) * (1 + erf(x * M_SQRT1_2)), float32.
   const float kAlpha = float(M_SQRT1_2);
@@ -188,12 +150,13 @@ void GeluErf(const float* x, float* y, int64_t n) {
   }
 }
 
+void GeGlu(const float* gate, const float* up, float* y, int64_t n) {
+  // torch: act_fn(gate) * up with act_fn = gelu(approximate='tanh'), element by element.
+  GatedByUp<GeluTanh>(gate, up, y, n);
+}
+
 void GeGluErf(const float* gate, const float* up, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    float g;
-    GeluErf(gate + i, &g, 1);
-    y[i] = g * up[i];
-  }
+  GatedByUp<GeluErf>(gate, up, y, n);
 }
 
 void SoftCap(float* x, int64_t n, float cap) {

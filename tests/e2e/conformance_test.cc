@@ -3,70 +3,34 @@
 // state outputs, and in full-length sliding mode where the model has sliding layers.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <filesystem>
-
 #include <nlohmann/json.hpp>
 
+#include "conformance_util.h"
 #include "e2e/artifacts.h"
-#include "llm/conformance.h"
 
 namespace slm::testing {
 namespace {
 
-struct Variant {
-  std::string model;  // directory under ../shared/models
-  bool state_outputs = false;
-  bool full_length_sliding = false;
-};
-
-std::string VariantName(const ::testing::TestParamInfo<Variant>& info) {
-  std::string n = info.param.model;
-  std::replace(n.begin(), n.end(), '/', '_');
-  if (info.param.state_outputs) n += "_state_outputs";
-  if (info.param.full_length_sliding) n += "_full_length_sliding";
-  return n;
-}
-
-std::vector<Variant> AllVariants() {
-  std::vector<Variant> v = {{"stories260K"}, {"stories260K", true}};
-  std::vector<std::string> zoo;
-  for (const auto& e : std::filesystem::directory_iterator(SharedDir() + "/models/zoo")) {
-    if (e.is_directory()) zoo.push_back("zoo/" + e.path().filename().string());
-  }
-  std::sort(zoo.begin(), zoo.end());
-  for (const std::string& z : zoo) {
-    v.push_back({z});
-    // Full-length sliding mode only differs from the ring for configs with sliding layers.
-    nlohmann::json cfg = ReadJson(SharedDir() + "/models/" + z + "/config.json");
-    const bool sliding = (cfg.contains("sliding_window") && cfg["sliding_window"].is_number()) || cfg.contains("layer_types");
-    if (sliding) v.push_back({z, false, true});
-  }
-  return v;
-}
-
-class Conformance : public ::testing::TestWithParam<Variant> {};
+class Conformance : public ::testing::TestWithParam<ConformanceVariant> {};
 
 TEST_P(Conformance, EveryPathMatchesTheOneTokenPath) {
-  const Variant& c = GetParam();
+  const ConformanceVariant& c = GetParam();
   model::CompileOptions opt;
   opt.prefill_steps = {4, 16};
   opt.max_context_len = 48;
   opt.state_outputs = c.state_outputs;
-  opt.sliding_mode = c.full_length_sliding ? model::SlidingMode::kFullLength : model::SlidingMode::kRing;
+  opt.sliding_mode = c.sliding_mode();
   const std::string path = MakeTempDir("conformance") + "/model.slm";
   auto report = model::CompileCheckpoint(SharedDir() + "/models/" + c.model, path, opt);
   if (!report.ok() && report.status().code() == ErrorCode::kUnsupported) {
     GTEST_SKIP() << c.model << ": the compiler reports the architecture as unsupported: " << report.status().ToString();
   }
   ASSERT_TRUE(report.ok()) << report.status().ToString();
-  auto result = llm::RunConformance(path);
-  ASSERT_TRUE(result.ok()) << result.status().ToString();
-  EXPECT_TRUE(result->passed()) << result->ToTable();
-  EXPECT_GT(result->cases.size(), 40u);
+  ExpectConformancePasses(path);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllModels, Conformance, ::testing::ValuesIn(AllVariants()), VariantName);
+INSTANTIATE_TEST_SUITE_P(AllModels, Conformance, ::testing::ValuesIn(AllConformanceVariants()),
+                         ConformanceVariantName);
 
 TEST(ConformanceCli, PrintsATableAndExitsZeroWhenEverythingPasses) {
   const std::string path = CompiledArtifact(SharedDir() + "/models/stories260K", {4, 16}, 40);

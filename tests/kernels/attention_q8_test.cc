@@ -9,29 +9,27 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <random>
+#include <utility>
 #include <vector>
 
 #include "kernels/attention_q8.h"
 #include "kernels/kernels.h"
 #include "kernels/reference.h"
+#include "attention_test_util.h"
 #include "kernel_test_util.h"
 
 namespace slm::kernels {
 namespace {
 
 using testing::AllNear;
+using testing::AttentionShape;
 using testing::RandomFloats;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-struct Geo {
-  int64_t T, L, Hq, Hkv, hd;
-};
-
 // Quantized inputs: this call's rows and the caches, each with its per-(row, head) scales.
 struct Q8Inputs {
-  Geo s;
+  AttentionShape s;
   std::vector<float> q, mask;
   std::vector<int8_t> k, v, kc, vc;
   std::vector<float> ks, vs, kcs, vcs;
@@ -48,38 +46,27 @@ void Quantize(const std::vector<float>& x, int64_t rows, int64_t hd, std::vector
   for (size_t i = 0; i < x.size(); ++i) deq[i] = float(q[i]) * s[i / size_t(hd)];
 }
 
-// Random rows (some all-zero, some with one large outlier) and a random mask, each column hidden
-// with probability `hidden`, some visible columns with a finite bias, row 0 empty if asked.
-Q8Inputs MakeQ8Inputs(Geo s, uint32_t seed, double hidden, bool empty_row0) {
+// Random rows (attention_test_util.h; v drawn larger, the v cache smaller, one all-zero cached
+// k row, one cached v outlier) and mask, row 0 empty if asked.
+Q8Inputs MakeQ8Inputs(AttentionShape s, uint32_t seed, double hidden, bool empty_row0) {
   Q8Inputs in;
   in.s = s;
-  const int64_t cols = s.L + s.T;
-  in.q = RandomFloats(size_t(s.T * s.Hq * s.hd), seed);
-  auto k = RandomFloats(size_t(s.T * s.Hkv * s.hd), seed + 1);
-  auto v = RandomFloats(size_t(s.T * s.Hkv * s.hd), seed + 2, 2.0f);
-  auto kc = RandomFloats(size_t(s.Hkv * s.L * s.hd), seed + 3);
-  auto vc = RandomFloats(size_t(s.Hkv * s.L * s.hd), seed + 4, 0.5f);
-  if (!kc.empty()) std::fill(kc.begin(), kc.begin() + s.hd, 0.0f);  // a zero row: scale 0
-  if (!vc.empty()) vc[0] = 40.0f;                                    // an outlier
-  Quantize(k, s.T * s.Hkv, s.hd, in.k, in.ks, in.k_deq);
-  Quantize(v, s.T * s.Hkv, s.hd, in.v, in.vs, in.v_deq);
-  Quantize(kc, s.Hkv * s.L, s.hd, in.kc, in.kcs, in.kc_deq);
-  Quantize(vc, s.Hkv * s.L, s.hd, in.vc, in.vcs, in.vc_deq);
-  in.mask.assign(size_t(s.T * cols), 0.0f);
-  std::mt19937 rng(seed + 5);
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  for (float& m : in.mask) {
-    const double r = u(rng);
-    m = r < hidden ? -kInf : (r < hidden + 0.1 ? -1.5f : 0.0f);
-  }
-  if (empty_row0) std::fill(in.mask.begin(), in.mask.begin() + cols, -kInf);
+  testing::AttentionRows r = testing::RandomAttentionRows(s, seed, 2.0f, 0.5f);
+  in.q = std::move(r.q);
+  if (!r.k_cache.empty()) std::fill(r.k_cache.begin(), r.k_cache.begin() + s.hd, 0.0f);  // scale 0
+  if (!r.v_cache.empty()) r.v_cache[0] = 40.0f;                                          // outlier
+  Quantize(r.k, s.T * s.Hkv, s.hd, in.k, in.ks, in.k_deq);
+  Quantize(r.v, s.T * s.Hkv, s.hd, in.v, in.vs, in.v_deq);
+  Quantize(r.k_cache, s.Hkv * s.L, s.hd, in.kc, in.kcs, in.kc_deq);
+  Quantize(r.v_cache, s.Hkv * s.L, s.hd, in.vc, in.vcs, in.vc_deq);
+  in.mask = testing::RandomAttentionMask(s, seed + 5, hidden, empty_row0);
   return in;
 }
 
 enum class Impl { kSimd, kReference, kF32OverDequantized };
 
 std::vector<float> RunQ8(const Q8Inputs& in, float scale, float softcap, Impl impl) {
-  const Geo& s = in.s;
+  const AttentionShape& s = in.s;
   std::vector<float> out(size_t(s.T * s.Hq * s.hd), NAN);
   std::vector<float> scratch(size_t(s.L + s.T));
   if (impl == Impl::kF32OverDequantized) {
@@ -94,12 +81,7 @@ std::vector<float> RunQ8(const Q8Inputs& in, float scale, float softcap, Impl im
   return out;
 }
 
-float MaxAbs(const Q8Inputs& in) {
-  float m = 0.0f;
-  for (float x : in.v_deq) m = std::max(m, std::fabs(x));
-  for (float x : in.vc_deq) m = std::max(m, std::fabs(x));
-  return m;
-}
+float MaxAbs(const Q8Inputs& in) { return testing::MaxAbs({&in.v_deq, &in.vc_deq}); }
 
 class AttentionQ8Test : public testing::PerTargetTest {};
 
@@ -134,36 +116,28 @@ TEST_P(AttentionQ8Test, QuantizeKvRowsIsBitExactWithReference) {
 
 TEST_P(AttentionQ8Test, MatchesReferenceOnAwkwardShapes) {
   // head_dim 16/32/64/80/96/128/256 (and odd), 1 and many visible positions, GQA ratios 1..8.
-  const Geo shapes[] = {
+  const AttentionShape shapes[] = {
       {1, 1, 1, 1, 16},   {1, 7, 4, 1, 32},    {3, 5, 4, 2, 64},   {8, 64, 4, 2, 80},
       {1, 64, 6, 2, 96},  {5, 31, 2, 2, 128},  {4, 17, 8, 1, 256}, {2, 33, 8, 8, 64},
       {1, 129, 8, 2, 128}, {16, 1, 4, 1, 16},  {7, 3, 3, 1, 7},    {1, 300, 2, 1, 80},
       {32, 32, 2, 1, 96}, {1, 1, 16, 2, 256},  {6, 11, 4, 4, 33},  {2, 2, 2, 1, 1},
       {9, 40, 6, 3, 48},  {1, 513, 4, 4, 64},  {12, 8, 1, 1, 128}, {3, 65, 4, 2, 256},
   };
-  uint32_t seed = 500;
-  for (const Geo& s : shapes) {
-    for (double hidden : {0.0, 0.5, 0.95}) {
-      for (float softcap : {0.0f, 50.0f}) {
-        const Q8Inputs in = MakeQ8Inputs(s, seed++, hidden, /*empty_row0=*/hidden > 0.9);
-        const float scale = 1.0f / std::sqrt(float(s.hd));
-        const auto got = RunQ8(in, scale, softcap, Impl::kSimd);
-        const auto want = RunQ8(in, scale, softcap, Impl::kReference);
-        const float vmax = MaxAbs(in);
-        ASSERT_TRUE(AllNear(got, want, 2e-5f, 2e-5f * vmax))
-            << "T=" << s.T << " L=" << s.L << " Hq=" << s.Hq << " Hkv=" << s.Hkv << " hd=" << s.hd
-            << " hidden=" << hidden << " softcap=" << softcap;
-        // Reading int8 rows is the f32 kernel over the dequantized rows.
-        const auto f32 = RunQ8(in, scale, softcap, Impl::kF32OverDequantized);
-        ASSERT_TRUE(AllNear(got, f32, 2e-5f, 2e-5f * vmax)) << "vs f32 over dequantized rows, hd=" << s.hd;
-      }
-    }
-  }
+  testing::ForEachAttentionCase(shapes, 500, [](const testing::AttentionCase& c) {
+    const Q8Inputs in = MakeQ8Inputs(c.shape, c.seed, c.hidden, c.empty_row0);
+    const auto got = RunQ8(in, c.scale, c.softcap, Impl::kSimd);
+    const auto want = RunQ8(in, c.scale, c.softcap, Impl::kReference);
+    const float vmax = MaxAbs(in);
+    ASSERT_TRUE(AllNear(got, want, 2e-5f, 2e-5f * vmax)) << c;
+    // Reading int8 rows is the f32 kernel over the dequantized rows.
+    const auto f32 = RunQ8(in, c.scale, c.softcap, Impl::kF32OverDequantized);
+    ASSERT_TRUE(AllNear(got, f32, 2e-5f, 2e-5f * vmax)) << "vs f32 over dequantized rows, " << c;
+  });
 }
 
 TEST_P(AttentionQ8Test, HiddenSlotsAreNeverReadOrScored) {
   // Decode over a 2048-slot cache holding 9 committed tokens, plus the new token.
-  const Geo s{1, 2048, 4, 2, 64};
+  const AttentionShape s{1, 2048, 4, 2, 64};
   Q8Inputs in = MakeQ8Inputs(s, 7, 0.0, false);
   const int64_t visible_slots = 9;
   for (int64_t c = visible_slots; c < s.L; ++c) {
@@ -190,12 +164,9 @@ SLM_INSTANTIATE_FOR_ALL_TARGETS(AttentionQ8Test);
 
 // Int8 caches lose little: attention over quantized rows stays close to the f32 result.
 TEST(AttentionQ8Accuracy, QuantizedCacheStaysCloseToF32) {
-  const Geo s{4, 100, 8, 2, 64};
-  const auto q = RandomFloats(size_t(s.T * s.Hq * s.hd), 1);
-  const auto k = RandomFloats(size_t(s.T * s.Hkv * s.hd), 2);
-  const auto v = RandomFloats(size_t(s.T * s.Hkv * s.hd), 3);
-  const auto kc = RandomFloats(size_t(s.Hkv * s.L * s.hd), 4);
-  const auto vc = RandomFloats(size_t(s.Hkv * s.L * s.hd), 5);
+  const AttentionShape s{4, 100, 8, 2, 64};
+  const testing::AttentionRows rows = testing::RandomAttentionRows(s, 1);
+  const auto& [q, k, v, kc, vc] = rows;
   std::vector<float> mask(size_t(s.T * (s.L + s.T)), 0.0f);
   std::vector<float> scratch(size_t(s.L + s.T)), want(q.size()), got(q.size());
   Attention(q.data(), k.data(), v.data(), kc.data(), vc.data(), mask.data(), want.data(),

@@ -11,52 +11,36 @@
 #include "kernels/kernels.h"
 #include "kernels/reference.h"
 #include "kernels/visible_columns.h"
+#include "attention_test_util.h"
 #include "kernel_test_util.h"
 
 namespace slm::kernels {
 namespace {
 
 using testing::AllNear;
-using testing::RandomFloats;
+using testing::AttentionShape;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-struct Shape {
-  int64_t T, L, Hq, Hkv, hd;
-};
-
 struct Inputs {
-  Shape s;
-  std::vector<float> q, k, v, k_cache, v_cache, mask;
+  AttentionShape s;
+  testing::AttentionRows rows;  // q, k, v, k_cache, v_cache
+  std::vector<float> mask;
 };
 
-// Random q/k/v and a random mask: each column hidden with probability `hidden`, some visible
-// columns carrying a finite additive bias, and row 0 fully hidden when `empty_row0`.
-Inputs MakeInputs(Shape s, uint32_t seed, double hidden, bool empty_row0) {
-  Inputs in{s, {}, {}, {}, {}, {}, {}};
-  const int64_t cols = s.L + s.T;
-  in.q = RandomFloats(size_t(s.T * s.Hq * s.hd), seed);
-  in.k = RandomFloats(size_t(s.T * s.Hkv * s.hd), seed + 1);
-  in.v = RandomFloats(size_t(s.T * s.Hkv * s.hd), seed + 2);
-  in.k_cache = RandomFloats(size_t(s.Hkv * s.L * s.hd), seed + 3);
-  in.v_cache = RandomFloats(size_t(s.Hkv * s.L * s.hd), seed + 4);
-  in.mask.assign(size_t(s.T * cols), 0.0f);
-  std::mt19937 rng(seed + 5);
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  for (float& m : in.mask) {
-    const double r = u(rng);
-    m = r < hidden ? -kInf : (r < hidden + 0.1 ? -1.5f : 0.0f);
-  }
-  if (empty_row0) std::fill(in.mask.begin(), in.mask.begin() + cols, -kInf);
-  return in;
+// Random rows and mask (attention_test_util.h), row 0 fully hidden when `empty_row0`.
+Inputs MakeInputs(AttentionShape s, uint32_t seed, double hidden, bool empty_row0) {
+  return {s, testing::RandomAttentionRows(s, seed),
+          testing::RandomAttentionMask(s, seed + 5, hidden, empty_row0)};
 }
 
 std::vector<float> RunAttention(const Inputs& in, float scale, float softcap, bool use_reference) {
-  const Shape& s = in.s;
+  const AttentionShape& s = in.s;
+  const testing::AttentionRows& r = in.rows;
   std::vector<float> out(size_t(s.T * s.Hq * s.hd), NAN);
   std::vector<float> scratch(size_t(s.L + s.T));
   auto fn = use_reference ? &reference::Attention : &Attention;
-  fn(in.q.data(), in.k.data(), in.v.data(), in.k_cache.data(), in.v_cache.data(), in.mask.data(),
+  fn(r.q.data(), r.k.data(), r.v.data(), r.k_cache.data(), r.v_cache.data(), in.mask.data(),
      out.data(), scratch.data(), s.T, s.L, s.Hq, s.Hkv, s.hd, scale, softcap);
   return out;
 }
@@ -64,33 +48,23 @@ std::vector<float> RunAttention(const Inputs& in, float scale, float softcap, bo
 class AttentionTest : public testing::PerTargetTest {};
 
 TEST_P(AttentionTest, MatchesReference) {
-  const Shape shapes[] = {
+  const AttentionShape shapes[] = {
       {1, 0, 1, 1, 1},    {1, 1, 1, 1, 3},    {1, 7, 4, 1, 16},  {3, 5, 4, 2, 17},
       {8, 64, 4, 2, 32},  {1, 64, 6, 2, 33},  {5, 31, 2, 2, 64}, {4, 17, 8, 2, 65},
       {2, 33, 4, 4, 128}, {1, 129, 2, 1, 256}, {16, 0, 4, 1, 16}, {7, 3, 3, 1, 7},
   };
-  uint32_t seed = 100;
-  for (const Shape& s : shapes) {
-    for (double hidden : {0.0, 0.5, 0.95}) {
-      for (float softcap : {0.0f, 50.0f}) {
-        const Inputs in = MakeInputs(s, seed++, hidden, /*empty_row0=*/hidden > 0.9);
-        const float scale = 1.0f / std::sqrt(float(s.hd));
-        const auto got = RunAttention(in, scale, softcap, false);
-        const auto want = RunAttention(in, scale, softcap, true);
-        float vmax = 0.0f;
-        for (float x : in.v) vmax = std::max(vmax, std::fabs(x));
-        for (float x : in.v_cache) vmax = std::max(vmax, std::fabs(x));
-        ASSERT_TRUE(AllNear(got, want, 1e-5f, 1e-5f * vmax))
-            << "T=" << s.T << " L=" << s.L << " Hq=" << s.Hq << " Hkv=" << s.Hkv << " hd=" << s.hd
-            << " hidden=" << hidden << " softcap=" << softcap;
-      }
-    }
-  }
+  testing::ForEachAttentionCase(shapes, 100, [](const testing::AttentionCase& c) {
+    const Inputs in = MakeInputs(c.shape, c.seed, c.hidden, c.empty_row0);
+    const auto got = RunAttention(in, c.scale, c.softcap, false);
+    const auto want = RunAttention(in, c.scale, c.softcap, true);
+    const float vmax = testing::MaxAbs({&in.rows.v, &in.rows.v_cache});
+    ASSERT_TRUE(AllNear(got, want, 1e-5f, 1e-5f * vmax)) << c;
+  });
 }
 
 TEST_P(AttentionTest, HiddenColumnsAreNeverReadOrScored) {
   // Decode over a 2048-slot cache that holds 9 committed tokens, plus the new token.
-  const Shape s{1, 2048, 4, 2, 64};
+  const AttentionShape s{1, 2048, 4, 2, 64};
   Inputs in = MakeInputs(s, 7, 0.0, false);
   const int64_t visible_slots = 9;
   for (int64_t c = 0; c < s.L; ++c) {
@@ -98,8 +72,8 @@ TEST_P(AttentionTest, HiddenColumnsAreNeverReadOrScored) {
     in.mask[size_t(c)] = -kInf;
     for (int64_t g = 0; g < s.Hkv; ++g) {  // poison: any read of a hidden slot yields NaN
       for (int64_t i = 0; i < s.hd; ++i) {
-        in.k_cache[size_t((g * s.L + c) * s.hd + i)] = NAN;
-        in.v_cache[size_t((g * s.L + c) * s.hd + i)] = NAN;
+        in.rows.k_cache[size_t((g * s.L + c) * s.hd + i)] = NAN;
+        in.rows.v_cache[size_t((g * s.L + c) * s.hd + i)] = NAN;
       }
     }
   }
@@ -117,7 +91,7 @@ TEST_P(AttentionTest, HiddenColumnsAreNeverReadOrScored) {
 }
 
 TEST_P(AttentionTest, RowWithoutVisibleColumnIsZero) {
-  const Shape s{2, 4, 2, 1, 8};
+  const AttentionShape s{2, 4, 2, 1, 8};
   Inputs in = MakeInputs(s, 9, 0.0, /*empty_row0=*/true);
   const auto got = RunAttention(in, 0.5f, 0.0f, false);
   for (int64_t i = 0; i < s.Hq * s.hd; ++i) EXPECT_EQ(got[size_t(i)], 0.0f);

@@ -7,12 +7,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 
 #include <nlohmann/json.hpp>
 
+#include "conformance_util.h"
 #include "e2e/artifacts.h"
-#include "llm/conformance.h"
 #include "llm/runner.h"
 #include "llm/session_test_util.h"
 
@@ -39,51 +38,17 @@ const std::string& SmallInt8Artifact() {
   return path;
 }
 
-struct Variant {
-  std::string model;
-  bool state_outputs = false;
-  bool full_length_sliding = false;
-};
-
-std::vector<Variant> AllVariants() {
-  std::vector<Variant> v = {{"stories260K"}, {"stories260K", true}};
-  std::vector<std::string> zoo;
-  for (const auto& e : std::filesystem::directory_iterator(SharedDir() + "/models/zoo")) {
-    if (e.is_directory()) zoo.push_back("zoo/" + e.path().filename().string());
-  }
-  std::sort(zoo.begin(), zoo.end());
-  for (const std::string& z : zoo) {
-    v.push_back({z});
-    nlohmann::json cfg = ReadJson(SharedDir() + "/models/" + z + "/config.json");
-    const bool sliding = (cfg.contains("sliding_window") && cfg["sliding_window"].is_number()) || cfg.contains("layer_types");
-    if (sliding) v.push_back({z, false, true});
-  }
-  return v;
-}
-
-std::string VariantName(const ::testing::TestParamInfo<Variant>& info) {
-  std::string n = info.param.model;
-  std::replace(n.begin(), n.end(), '/', '_');
-  if (info.param.state_outputs) n += "_state_outputs";
-  if (info.param.full_length_sliding) n += "_full_length_sliding";
-  return n;
-}
-
-class KvInt8Conformance : public ::testing::TestWithParam<Variant> {};
+class KvInt8Conformance : public ::testing::TestWithParam<ConformanceVariant> {};
 
 // Chunk sizes, tails, near-context, reset, fork, snapshot, rewind, greedy: all against the
 // one-token path of the same int8 artifact, at the suite's default tolerance.
 TEST_P(KvInt8Conformance, EveryPathMatchesTheOneTokenPath) {
-  const Variant& c = GetParam();
-  const std::string path = CompileInt8(c.model, 48, {4, 16}, c.state_outputs,
-                                       c.full_length_sliding ? model::SlidingMode::kFullLength : model::SlidingMode::kRing);
-  auto result = llm::RunConformance(path);
-  ASSERT_TRUE(result.ok()) << result.status().ToString();
-  EXPECT_TRUE(result->passed()) << result->ToTable();
-  EXPECT_GT(result->cases.size(), 40u);
+  const ConformanceVariant& c = GetParam();
+  ExpectConformancePasses(CompileInt8(c.model, 48, {4, 16}, c.state_outputs, c.sliding_mode()));
 }
 
-INSTANTIATE_TEST_SUITE_P(AllModels, KvInt8Conformance, ::testing::ValuesIn(AllVariants()), VariantName);
+INSTANTIATE_TEST_SUITE_P(AllModels, KvInt8Conformance, ::testing::ValuesIn(AllConformanceVariants()),
+                         ConformanceVariantName);
 
 TEST(KvInt8Metadata, RecordsDtypeFormatAndScaleStatesWithExactGeometry) {
   auto file = io::ArtifactFile::Open(SmallInt8Artifact());
