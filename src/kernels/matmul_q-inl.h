@@ -99,7 +99,9 @@ HWY_INLINE void SlabProduct(const float* x, const float* slab, const float* bias
 
 // ---- Q8 weight-only ----
 
-// y[r, n..n+kN) for one row r: kN weight rows streamed together.
+// y[r, n..n+kN) for one row r: kN weight rows streamed together. Two accumulators per row
+// (alternate vectors of k) so that 2·kN independent FMA chains hide the FMA latency: with one
+// chain per row the loop is latency-bound at a fraction of the FMA throughput.
 template <size_t kN>
 HWY_INLINE void Q8RowTile(const float* HWY_RESTRICT x, const int8_t* HWY_RESTRICT w,
                           const float* scales, const float* bias, float* y, size_t K) {
@@ -107,20 +109,31 @@ HWY_INLINE void Q8RowTile(const float* HWY_RESTRICT x, const int8_t* HWY_RESTRIC
   const hn::Rebind<int32_t, decltype(df)> di;
   const hn::Rebind<int8_t, decltype(df)> d8;
   const size_t NL = hn::Lanes(df);
-  hn::Vec<decltype(df)> acc[kN];
+  hn::Vec<decltype(df)> acc0[kN], acc1[kN];
   HWY_UNROLL(8)
-  for (size_t c = 0; c < kN; ++c) acc[c] = hn::Zero(df);
+  for (size_t c = 0; c < kN; ++c) acc0[c] = acc1[c] = hn::Zero(df);
   size_t k = 0;
+  for (; k + 2 * NL <= K; k += 2 * NL) {
+    const auto x0 = hn::LoadU(df, x + k);
+    const auto x1 = hn::LoadU(df, x + k + NL);
+    HWY_UNROLL(8)
+    for (size_t c = 0; c < kN; ++c) {
+      const auto w0 = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, w + c * K + k)));
+      const auto w1 = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, w + c * K + k + NL)));
+      acc0[c] = hn::MulAdd(x0, w0, acc0[c]);
+      acc1[c] = hn::MulAdd(x1, w1, acc1[c]);
+    }
+  }
   for (; k + NL <= K; k += NL) {
     const auto xv = hn::LoadU(df, x + k);
     HWY_UNROLL(8)
     for (size_t c = 0; c < kN; ++c) {
       const auto wv = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, w + c * K + k)));
-      acc[c] = hn::MulAdd(xv, wv, acc[c]);
+      acc0[c] = hn::MulAdd(xv, wv, acc0[c]);
     }
   }
   for (size_t c = 0; c < kN; ++c) {
-    float s = hn::GetLane(hn::SumOfLanes(df, acc[c]));
+    float s = hn::GetLane(hn::SumOfLanes(df, hn::Add(acc0[c], acc1[c])));
     for (size_t kk = k; kk < K; ++kk) s += x[kk] * float(w[c * K + kk]);
     s *= scales[c];
     if (bias) s += bias[c];
@@ -165,9 +178,10 @@ HWY_INLINE void Q4RowTile(const float* HWY_RESTRICT x, const uint8_t* HWY_RESTRI
   const size_t NL = hn::Lanes(df);
   const size_t groups = K / G;
   const auto mask = hn::Set(di, 0x0F);
-  hn::Vec<decltype(df)> acc[kN];
+  // Two accumulators per row (low / high nibble runs): 2·kN independent FMA chains.
+  hn::Vec<decltype(df)> acc[kN], acc_hi[kN];
   HWY_UNROLL(4)
-  for (size_t c = 0; c < kN; ++c) acc[c] = hn::Zero(df);
+  for (size_t c = 0; c < kN; ++c) acc[c] = acc_hi[c] = hn::Zero(df);
   for (size_t g = 0; g < groups; ++g) {
     hn::Vec<decltype(df)> vs[kN], vo[kN];
     HWY_UNROLL(4)
@@ -186,13 +200,13 @@ HWY_INLINE void Q4RowTile(const float* HWY_RESTRICT x, const uint8_t* HWY_RESTRI
           const auto lo = hn::MulAdd(hn::ConvertTo(df, hn::And(q, mask)), vs[c], vo[c]);
           const auto hi = hn::MulAdd(hn::ConvertTo(df, hn::ShiftRight<4>(q)), vs[c], vo[c]);
           acc[c] = hn::MulAdd(xlo, lo, acc[c]);
-          acc[c] = hn::MulAdd(xhi, hi, acc[c]);
+          acc_hi[c] = hn::MulAdd(xhi, hi, acc_hi[c]);
         }
       }
     }
   }
   for (size_t c = 0; c < kN; ++c) {
-    float s = hn::GetLane(hn::SumOfLanes(df, acc[c]));
+    float s = hn::GetLane(hn::SumOfLanes(df, hn::Add(acc[c], acc_hi[c])));
     if (bias) s += bias[c];
     y[c] = s;
   }
@@ -214,7 +228,8 @@ void MatMulQ4Columns(const float* x, const uint8_t* w, const float* scales, cons
     }
     return;
   }
-  constexpr size_t kN = 2;
+  // 4 rows where there are 32 vector registers; x86 below AVX-512 has 16 (kN = 4 would spill).
+  constexpr size_t kN = (HWY_ARCH_X86 && HWY_MAX_BYTES < 64) ? 2 : 4;
   for (size_t r = 0; r < size_t(R); ++r) {
     size_t c = size_t(n_begin);
     for (; c + kN <= size_t(n_end); c += kN) {

@@ -9,7 +9,7 @@
 // vpdpbusd multiplies unsigned bytes by signed bytes, 64 products per instruction summed in
 // groups of 4 into 16 int32 lanes:
 //  - Q4: the weight nibbles (0..15) are the unsigned operand, xq the signed one; exact.
-//  - Q8: xq + 128 (unsigned) times w (signed), minus 128·Σw per output channel; exact.
+//  - Q8: w + 128 (unsigned) times xq (signed), minus 128·Σxq per activation row; exact.
 // Q4 packing (quant_kernels.h): 32 bytes hold 64 consecutive k as two 32-k blocks, block b's
 // byte j = q[32b + j] (low nibble) | q[32b + 16 + j] << 4. Unpacked as [low nibbles | high
 // nibbles] the k order is (0-15, 32-47, 16-31, 48-63), so the activations are permuted once per
@@ -86,52 +86,60 @@ SLM_VNNI_TARGET inline int32_t ReduceAdd(__m512i v) {
   return _mm_cvtsi128_si32(q);
 }
 
-// ---- Q8 × dynamic int8 ----
-
-// out[R, K] = xq + 128 as unsigned bytes.
-SLM_VNNI_TARGET void BiasToUnsigned(const int8_t* xq, uint8_t* out, size_t n) {
-  const __m512i flip = _mm512_set1_epi8(int8_t(0x80));
-  size_t i = 0;
-  for (; i + 64 <= n; i += 64) {
-    _mm512_storeu_si512(out + i, _mm512_xor_si512(_mm512_loadu_si512(xq + i), flip));
-  }
-  for (; i < n; ++i) out[i] = uint8_t(int(xq[i]) + 128);
+// acc + Σ₄ a(u8)·b(s8) per int32 lane. GCC 12 compiles _mm512_dpbusd_epi32 in unrolled tiles
+// with a register copy in and out of every accumulator per step (the loop's instruction count
+// doubles and accumulators spill); the inline asm keeps each accumulator in place.
+SLM_VNNI_TARGET inline __m512i Dpbusd(__m512i acc, __m512i a, __m512i b) {
+#if defined(__GNUC__) && !defined(__clang__)
+  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "vm"(b));
+  return acc;
+#else
+  return _mm512_dpbusd_epi32(acc, a, b);
+#endif
 }
 
-// kR rows × kN weight rows; K % 64 == 0.
-template <int kR, int kN>
-SLM_VNNI_TARGET inline void Q8Tile(const uint8_t* xu, const float* xscale, const int8_t* w,
-                                   const float* scales, const float* bias, float* y, size_t K,
-                                   size_t ldy) {
-  __m512i acc[kR][kN];
-  __m512i wsum[kN];
+// ---- Q8 × dynamic int8 ----
+
+// xsum[r] = Σ_k xq[r, k]: the correction for the weights' +128 bias below.
+SLM_VNNI_TARGET void RowSums(const int8_t* xq, int32_t* xsum, size_t R, size_t K) {
   const __m512i ones = _mm512_set1_epi8(1);
-  #pragma GCC unroll 16
-  for (int c = 0; c < kN; ++c) {
-    wsum[c] = _mm512_setzero_si512();
-    #pragma GCC unroll 16
-    for (int r = 0; r < kR; ++r) acc[r][c] = _mm512_setzero_si512();
+  for (size_t r = 0; r < R; ++r) {
+    __m512i acc = _mm512_setzero_si512();
+    for (size_t k = 0; k < K; k += 64) acc = _mm512_dpbusd_epi32(acc, ones, _mm512_loadu_si512(xq + r * K + k));
+    xsum[r] = ReduceAdd(acc);
   }
+}
+
+// kR rows × kN weight rows; K % 64 == 0. The weights become the unsigned operand (w + 128, one
+// XOR per loaded vector) and xq the signed one, so Σ w·x = Σ (w + 128)·x − 128·Σx with Σx per
+// row computed once per call: no per-tile weight sums, and kR·kN + kN + 2 live vectors (22 for
+// 4×4) fit the 32 zmm registers without spills.
+template <int kR, int kN>
+SLM_VNNI_TARGET inline void Q8Tile(const int8_t* xq, const float* xscale, const int32_t* xsum,
+                                   const int8_t* w, const float* scales, const float* bias,
+                                   float* y, size_t K, size_t ldy) {
+  __m512i acc[kR][kN];
+  const __m512i flip = _mm512_set1_epi8(int8_t(0x80));
+  #pragma GCC unroll 16
+  for (int r = 0; r < kR; ++r)
+    #pragma GCC unroll 16
+    for (int c = 0; c < kN; ++c) acc[r][c] = _mm512_setzero_si512();
   for (size_t k = 0; k < K; k += 64) {
     __m512i wv[kN];
     #pragma GCC unroll 16
-    for (int c = 0; c < kN; ++c) {
-      wv[c] = _mm512_loadu_si512(w + c * K + k);
-      wsum[c] = _mm512_dpbusd_epi32(wsum[c], ones, wv[c]);
-    }
+    for (int c = 0; c < kN; ++c) wv[c] = _mm512_xor_si512(_mm512_loadu_si512(w + c * K + k), flip);
     #pragma GCC unroll 16
     for (int r = 0; r < kR; ++r) {
-      const __m512i xv = _mm512_loadu_si512(xu + r * K + k);
+      const __m512i xv = _mm512_loadu_si512(xq + r * K + k);
       #pragma GCC unroll 16
-      for (int c = 0; c < kN; ++c) acc[r][c] = _mm512_dpbusd_epi32(acc[r][c], xv, wv[c]);
+      for (int c = 0; c < kN; ++c) acc[r][c] = Dpbusd(acc[r][c], wv[c], xv);
     }
   }
   #pragma GCC unroll 16
-  for (int c = 0; c < kN; ++c) {
-    const int32_t sw = ReduceAdd(wsum[c]);
+  for (int r = 0; r < kR; ++r) {
     #pragma GCC unroll 16
-    for (int r = 0; r < kR; ++r) {
-      const int32_t dot = ReduceAdd(acc[r][c]) - 128 * sw;
+    for (int c = 0; c < kN; ++c) {
+      const int32_t dot = ReduceAdd(acc[r][c]) - 128 * xsum[r];
       float v = float(dot) * xscale[r] * scales[c];
       if (bias) v += bias[c];
       y[r * ldy + c] = v;
@@ -167,7 +175,7 @@ SLM_VNNI_TARGET inline __m512 PairScales(const float* s) {
 
 // kR rows × kN weight rows; K % 64 == 0, G ∈ {32, 64, 128}. xp: permuted xq.
 template <int kR, int kN>
-SLM_VNNI_TARGET inline void Q4Tile(const int8_t* xp, const float* xscale, const int32_t* group_sums,
+SLM_VNNI_TARGET inline void Q4Tile(const int8_t* xp, const float* xscale, const float* offset_x,
                                    const uint8_t* w, const float* scales, const float* offsets,
                                    const float* bias, float* y, size_t K, size_t G, size_t ldy) {
   const size_t groups = K / G;
@@ -197,18 +205,22 @@ SLM_VNNI_TARGET inline void Q4Tile(const int8_t* xp, const float* xscale, const 
       }
     }
   }
+  // Offsets term Σ_g offset[c, g] · Σ_{k∈g} xq[r, k], vectorized over groups: offset_x holds
+  // the group sums as floats (times -8 when symmetric, whose offsets are -8·scale).
+  const __mmask16 tail = __mmask16((1u << (groups % 16)) - 1);
   #pragma GCC unroll 16
   for (int c = 0; c < kN; ++c) {
-    const float* sc = scales + c * groups;
-    const float* oc = offsets ? offsets + c * groups : nullptr;
+    const float* oc = offsets ? offsets + c * groups : scales + c * groups;
     #pragma GCC unroll 16
     for (int r = 0; r < kR; ++r) {
-      float v = ReduceAdd(acc[r][c]);
-      const int32_t* gs = group_sums + r * groups;
-      for (size_t g = 0; g < groups; ++g) v += (oc ? oc[g] : -8.0f * sc[g]) * float(gs[g]);
-      v *= xscale[r];
-      if (bias) v += bias[c];
-      y[r * ldy + c] = v;
+      const float* gx = offset_x + r * groups;
+      __m512 v = acc[r][c];
+      size_t g = 0;
+      for (; g + 16 <= groups; g += 16) v = _mm512_fmadd_ps(_mm512_loadu_ps(oc + g), _mm512_loadu_ps(gx + g), v);
+      if (tail) v = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, oc + g), _mm512_maskz_loadu_ps(tail, gx + g), v);
+      float out = ReduceAdd(v) * xscale[r];
+      if (bias) out += bias[c];
+      y[r * ldy + c] = out;
     }
   }
 }
@@ -233,10 +245,10 @@ SLM_VNNI_TARGET void ForTiles(size_t R, size_t n_begin, size_t n_end, Args... ar
 
 template <int kR, int kN>
 struct Q8Call {
-  SLM_VNNI_TARGET static void Run(size_t r, size_t c, const uint8_t* xu, const float* xscale,
-                                  const int8_t* w, const float* scales, const float* bias, float* y,
-                                  size_t K, size_t N) {
-    Q8Tile<kR, kN>(xu + r * K, xscale + r, w + c * K, scales + c, bias ? bias + c : nullptr,
+  SLM_VNNI_TARGET static void Run(size_t r, size_t c, const int8_t* xq, const float* xscale,
+                                  const int32_t* xsum, const int8_t* w, const float* scales,
+                                  const float* bias, float* y, size_t K, size_t N) {
+    Q8Tile<kR, kN>(xq + r * K, xscale + r, xsum + r, w + c * K, scales + c, bias ? bias + c : nullptr,
                    y + r * N + c, K, N);
   }
 };
@@ -244,26 +256,45 @@ struct Q8Call {
 template <int kR, int kN>
 struct Q4Call {
   SLM_VNNI_TARGET static void Run(size_t r, size_t c, const int8_t* xp, const float* xscale,
-                                  const int32_t* group_sums, const uint8_t* w, const float* scales,
+                                  const float* offset_x, const uint8_t* w, const float* scales,
                                   const float* offsets, const float* bias, float* y, size_t K,
                                   size_t N, size_t G) {
     const size_t groups = K / G;
-    Q4Tile<kR, kN>(xp + r * K, xscale + r, group_sums + r * groups, w + c * (K / 2), scales + c * groups,
+    Q4Tile<kR, kN>(xp + r * K, xscale + r, offset_x + r * groups, w + c * (K / 2), scales + c * groups,
                    offsets ? offsets + c * groups : nullptr, bias ? bias + c : nullptr, y + r * N + c, K, G, N);
   }
 };
 
+SLM_VNNI_TARGET double VnniDotLoopBody(int64_t iters, int32_t* sink) {
+  __m512i acc[12];
+  const __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-5);
+  for (int j = 0; j < 12; ++j) acc[j] = _mm512_set1_epi32(j);
+  for (int64_t i = 0; i < iters; ++i) {
+    #pragma GCC unroll 12
+    for (int j = 0; j < 12; ++j) acc[j] = Dpbusd(acc[j], a, b);
+  }
+  __m512i s = acc[0];
+  for (int j = 1; j < 12; ++j) s = _mm512_add_epi32(s, acc[j]);
+  *sink = ReduceAdd(s);
+  return double(iters) * 12 * 64 * 2;
+}
+
 }  // namespace
+
+double VnniDotLoop(int64_t iters, int32_t* sink) {
+  if (!VnniAvailable()) return 0;
+  return VnniDotLoopBody(iters, sink);
+}
 
 bool MatMulQ8DynColumnsVnni(const int8_t* xq, const float* xscale, const int8_t* w,
                             const float* scales, const float* bias, float* y, int64_t R, int64_t K,
                             int64_t N, int64_t n_begin, int64_t n_end) {
   if (!VnniAvailable() || K % 64 != 0) return false;
   const size_t k = size_t(K), rows = size_t(R);
-  uint8_t* xu = Scratch(rows * k);
-  BiasToUnsigned(xq, xu, rows * k);
-  ForTiles<Q8Call>(rows, size_t(n_begin), size_t(n_end), static_cast<const uint8_t*>(xu), xscale, w, scales,
-                   bias, y, k, size_t(N));
+  int32_t* xsum = reinterpret_cast<int32_t*>(Scratch(rows * sizeof(int32_t)));
+  RowSums(xq, xsum, rows, k);
+  ForTiles<Q8Call>(rows, size_t(n_begin), size_t(n_end), xq, xscale, static_cast<const int32_t*>(xsum), w,
+                   scales, bias, y, k, size_t(N));
   return true;
 }
 
@@ -273,14 +304,21 @@ bool MatMulQ4DynColumnsVnni(const int8_t* xq, const float* xscale, const int32_t
                             int64_t n_begin, int64_t n_end) {
   if (!VnniAvailable() || K % 64 != 0 || (G != 32 && G % 64 != 0)) return false;
   const size_t k = size_t(K), rows = size_t(R);
-  int8_t* xp = reinterpret_cast<int8_t*>(Scratch(rows * k));
+  const size_t groups = k / size_t(G), xp_bytes = (rows * k + 63) / 64 * 64;
+  uint8_t* scratch = Scratch(xp_bytes + rows * groups * sizeof(float));
+  int8_t* xp = reinterpret_cast<int8_t*>(scratch);
+  float* offset_x = reinterpret_cast<float*>(scratch + xp_bytes);
   PermuteForQ4(xq, xp, rows, k);
-  ForTiles<Q4Call>(rows, size_t(n_begin), size_t(n_end), static_cast<const int8_t*>(xp), xscale, group_sums, w,
-                   scales, offsets, bias, y, k, size_t(N), size_t(G));
+  const float factor = offsets ? 1.0f : -8.0f;
+  for (size_t i = 0; i < rows * groups; ++i) offset_x[i] = factor * float(group_sums[i]);
+  ForTiles<Q4Call>(rows, size_t(n_begin), size_t(n_end), static_cast<const int8_t*>(xp), xscale,
+                   static_cast<const float*>(offset_x), w, scales, offsets, bias, y, k, size_t(N), size_t(G));
   return true;
 }
 
 #else  // !SLM_HAVE_VNNI_KERNELS
+
+double VnniDotLoop(int64_t, int32_t*) { return 0; }
 
 bool MatMulQ8DynColumnsVnni(const int8_t*, const float*, const int8_t*, const float*, const float*,
                             float*, int64_t, int64_t, int64_t, int64_t, int64_t) {

@@ -13,6 +13,10 @@ bool VnniAvailable();
 // Tests: false routes the dispatch to the Highway bodies even on a VNNI CPU.
 void SetVnniEnabledForTest(bool enabled);
 
+// Roofline probe: `iters` rounds of 12 independent vpdpbusd chains in registers; returns the
+// int8 OPs done (2 per u8·s8 product), 0 when VNNI is not available.
+double VnniDotLoop(int64_t iters, int32_t* sink);
+
 bool MatMulQ8DynColumnsVnni(const int8_t* xq, const float* xscale, const int8_t* w,
                             const float* scales, const float* bias, float* y, int64_t R, int64_t K,
                             int64_t N, int64_t n_begin, int64_t n_end);

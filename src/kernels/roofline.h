@@ -17,9 +17,9 @@ double MeasureReadBandwidth(ThreadPool& pool, uint64_t bytes, double seconds);
 // f32 FMA peak in FLOP/s (2 per lane per FMA) over all pool threads: independent register
 // accumulator chains, no memory traffic.
 double MeasureF32FmaPeak(ThreadPool& pool, double seconds);
-// int8 multiply-add peak in OP/s (2 per int8 product) over all pool threads, with the same
-// instruction sequence as the dynamic-activation kernels (int8 → int16 widen, int16 pairwise
-// multiply-add into int32).
+// int8 multiply-add peak in OP/s (2 per int8 product) over all pool threads, with the
+// instruction the dynamic-activation kernels use: vpdpbusd where AVX-512 VNNI runs them, else
+// their Highway sequence (int8 → int16 widen, int16 pairwise multiply-add into int32).
 double MeasureInt8DotPeak(ThreadPool& pool, double seconds);
 
 }  // namespace slm::kernels

@@ -11,6 +11,7 @@
 #include "core/thread_pool.h"
 #include "graph/graph.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul_q_vnni.h"
 #include "kernels/roofline.h"
 #include "llm/session.h"
 #include "llm/stats.h"
@@ -65,6 +66,7 @@ nlohmann::json BenchResult::ToJson() const {
     j["roofline"] = {{"read_bandwidth_gb_s", bandwidth_bytes_s / 1e9},
                      {"f32_fma_gflop_s", fma_flop_s / 1e9},
                      {"int8_gop_s", int8_op_s / 1e9},
+                     {"int8_peak_instruction", int8_peak_instruction},
                      {"decode_bound_tok_s", bound},
                      {"decode_fraction_of_bound", decode_tok_s.median / bound},
                      {"prefill_peak", dynamic_int8 ? "int8" : "f32"}};
@@ -93,8 +95,8 @@ std::string BenchResult::ToText() const {
   if (bandwidth_bytes_s > 0) {
     const double bound = bandwidth_bytes_s / (double(decode_weight_bytes) + decode_kv_bytes);
     const double peak = dynamic_int8 ? int8_op_s : fma_flop_s;
-    std::snprintf(line, sizeof line, "roofline: read %.1f GB/s, f32 FMA %.1f GFLOP/s, int8 %.1f GOP/s\n", bandwidth_bytes_s / 1e9,
-                  fma_flop_s / 1e9, int8_op_s / 1e9);
+    std::snprintf(line, sizeof line, "roofline: read %.1f GB/s, f32 FMA %.1f GFLOP/s, int8 %.1f GOP/s (%s)\n",
+                  bandwidth_bytes_s / 1e9, fma_flop_s / 1e9, int8_op_s / 1e9, int8_peak_instruction.c_str());
     os << line;
     std::snprintf(line, sizeof line, "decode: %.1f%% of the DRAM bound (%.2f tok/s)\n", 100 * decode_tok_s.median / bound, bound);
     os << line;
@@ -194,6 +196,7 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
     r.bandwidth_bytes_s = kernels::MeasureReadBandwidth(pool, opt.bandwidth_buffer_bytes, opt.roofline_seconds);
     r.fma_flop_s = kernels::MeasureF32FmaPeak(pool, opt.roofline_seconds);
     r.int8_op_s = kernels::MeasureInt8DotPeak(pool, opt.roofline_seconds);
+    r.int8_peak_instruction = kernels::VnniAvailable() ? "vpdpbusd" : "int16 multiply-add";
   }
   return r;
 }

@@ -43,6 +43,7 @@ struct BenchResult {
   Spread decode_tok_s;
   // Roofline (0 when not measured).
   double bandwidth_bytes_s = 0, fma_flop_s = 0, int8_op_s = 0;
+  std::string int8_peak_instruction;  // what the int8 probe ran: the dynamic kernels' inner op
   nlohmann::json ToJson() const;
   std::string ToText() const;
 };
