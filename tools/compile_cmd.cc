@@ -19,7 +19,7 @@ Action AddCompile(CLI::App& app) {
     // Quantization (docs/quantization.md).
     std::string quant = "none", quant_embeddings = "none";
     int64_t group = 32;
-    bool asym = false, quant_lm_head = false, quant_report = false;
+    bool asym = false, quant_lm_head = false, quant_report = false, quant_no_clip_search = false;
     std::vector<std::string> quant_overrides;
     // Calibration-aware quantization (GPTQ).
     std::string quant_method = "rtn", calibration;
@@ -50,6 +50,7 @@ Action AddCompile(CLI::App& app) {
   cmd->add_option("--group", args->group, "int4 / 8da4w group size: 32, 64 or 128")->capture_default_str();
   cmd->add_flag("--asym", args->asym, "int4 / 8da4w: asymmetric groups (min/max offsets) instead of symmetric");
   cmd->add_option("--quant-embeddings", args->quant_embeddings, "embedding table rows: none | int8 | int4")->capture_default_str();
+  cmd->add_flag("--quant-no-clip-search", args->quant_no_clip_search, "int4 / 8da4w round to nearest: take each group's range from min/max instead of searching the clipped range with the least squared weight error");
   cmd->add_flag("--quant-lm-head", args->quant_lm_head, "quantize the lm_head with the --quant scheme too (tied: stored separately unless embeddings use the same scheme)");
   cmd->add_option("--quant-override", args->quant_overrides, "PATTERN=SCHEME for matching weight names (glob, or re:REGEX), e.g. '*.down_proj.weight=int8'; first match wins; repeatable");
   cmd->add_flag("--quant-report", args->quant_report, "print the per-tensor quantization report on stderr");
@@ -87,6 +88,7 @@ Action AddCompile(CLI::App& app) {
     if (!emb.ok()) return Fail(emb.status());
     qc.embeddings = *emb;
     qc.quantize_lm_head = args->quant_lm_head;
+    qc.clip_search = !args->quant_no_clip_search;
     auto method = quant::ParseMethod(args->quant_method);
     if (!method.ok()) return Fail(method.status());
     qc.method = *method;

@@ -18,7 +18,7 @@ class QuantSchemeQuantizer final : public Quantizer {
   nlohmann::json Fingerprint() const override {
     nlohmann::json j = {{"scheme", quant::SchemeName(config_.linear)}, {"embeddings", quant::SchemeName(config_.embeddings)},
                         {"quantize_lm_head", config_.quantize_lm_head}, {"overrides", override_texts_},
-                        {"method", quant::MethodName(config_.method)}};
+                        {"method", quant::MethodName(config_.method)}, {"clip_search", config_.clip_search}};
     if (config_.method == quant::Method::kGptq) {
       j["gptq"] = {{"percdamp", config_.gptq.percdamp}, {"block_size", config_.gptq.block_size},
                    {"act_order", config_.gptq.act_order}, {"clip_search", config_.gptq.clip_search}};
@@ -52,7 +52,7 @@ class QuantSchemeQuantizer final : public Quantizer {
 void RegisterQuantSchemes(AdapterRegistry& registry) {
   // Adapter name = the base scheme; options: group (int4 / 8da4w), asymmetric, embeddings
   // (scheme text), quantize_lm_head, overrides ["pattern=scheme", ...], method (rtn | gptq),
-  // percdamp, block_size, act_order, clip_search (gptq).
+  // percdamp, block_size, act_order (gptq), clip_search (int4 range search, rtn and gptq).
   for (const char* base : {"int8", "int4", "8da8w", "8da4w"}) {
     registry.quantizers.Register(base, [base = std::string(base)](Options& o) -> std::unique_ptr<Quantizer> {
       quant::QuantConfig c;
@@ -80,7 +80,7 @@ void RegisterQuantSchemes(AdapterRegistry& registry) {
       if (!(c.gptq.percdamp >= 0)) o.Error("percdamp", "expected >= 0, found " + std::to_string(c.gptq.percdamp));
       c.gptq.block_size = o.Int("block_size", c.gptq.block_size, 1);
       c.gptq.act_order = o.Bool("act_order", c.gptq.act_order);
-      c.gptq.clip_search = o.Bool("clip_search", c.gptq.clip_search);
+      c.clip_search = c.gptq.clip_search = o.Bool("clip_search", c.clip_search);
       std::vector<std::string> overrides = o.StringList("overrides");
       for (size_t i = 0; i < overrides.size(); ++i) {
         auto ov = quant::ParseOverride(overrides[i]);

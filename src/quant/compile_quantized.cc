@@ -11,6 +11,7 @@ void RecordQuantization(const QuantReport& report, const QuantConfig& config,
   q["embeddings"] = SchemeName(config.embeddings);
   q["lm_head"] = config.quantize_lm_head ? SchemeName(config.linear) : "none";
   q["method"] = MethodName(config.method);
+  q["clip_search"] = config.clip_search;  // int4 round to nearest: searched group ranges
   if (config.method == Method::kGptq) {
     q["gptq"] = {{"percdamp", config.gptq.percdamp}, {"block_size", config.gptq.block_size},
                  {"act_order", config.gptq.act_order}, {"clip_search", config.gptq.clip_search}};

@@ -128,30 +128,22 @@ Result<QuantizedMatrix> GptqQuantize(const float* w, int64_t n, int64_t k, const
     for (int64_t r = 0; r < n; ++r) m.scales[size_t(r)] = detail::Int8Scale(w + r * k, k);
   }
   std::vector<detail::Int4Params> params(size_t(n * groups));
-  // Input energy per original column (diag H), weighting the clipping search.
+  // int4 group parameters; with clip_search, the range search of round to nearest with each
+  // value's squared error weighted by its input's energy diag H (with H = I: RTN's search).
+  // A group whose inputs the calibration never activated (diag H all 0) has no preference:
+  // it takes RTN's unweighted search, like its values (see gptq.h).
+  std::vector<double> importance(size_t(std::max<int64_t>(group, 1)));
   auto set_group = [&](int64_t r, int64_t g, const float* values) {
-    detail::Int4Params p = detail::Int4GroupParams(values, group, asym);
+    detail::Int4Params p;
     if (options.clip_search) {
-      // Shrink the range by f ∈ {1, 0.98, …, 0.70} (scale and offset scale together) and keep
-      // the f with the least H-diagonal-weighted squared error over the group: clipping a
-      // rare extreme value often buys a finer step for the rest.
-      auto cost = [&](const detail::Int4Params& c) {
-        double e = 0;
-        for (int64_t t = 0; t < group; ++t) {
-          const float v = values[t];
-          const double d = double(v) - double(detail::Int4Value(detail::Int4Code(v, c, asym), c, asym));
-          e += h[(g * group + t) * k + (g * group + t)] * d * d;
-        }
-        return e;
-      };
-      double best = cost(p);
-      const detail::Int4Params full = p;
-      for (int i = 1; i <= 15; ++i) {
-        const float f = 1.0f - 0.02f * float(i);
-        const detail::Int4Params c{full.scale * f, full.offset * f};
-        const double e = cost(c);
-        if (e < best) best = e, p = c;
+      double total = 0;
+      for (int64_t t = 0; t < group; ++t) {
+        const int64_t c = g * group + t;
+        total += importance[size_t(t)] = h[c * k + c];
       }
+      p = detail::Int4SearchGroupParams(values, group, asym, total > 0 ? importance.data() : nullptr);
+    } else {
+      p = detail::Int4GroupParams(values, group, asym);
     }
     params[size_t(r * groups + g)] = p;
     m.scales[size_t(r * groups + g)] = p.scale;

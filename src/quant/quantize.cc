@@ -11,6 +11,7 @@
 #include <regex>
 #include <sstream>
 
+#include "core/thread_pool.h"
 #include "kernels/quant_kernels.h"
 #include "quant/calibration_stats.h"
 #include "quant/gptq.h"
@@ -187,7 +188,7 @@ QuantizedMatrix QuantizeInt8PerChannel(const float* w, int64_t n, int64_t k) {
 }
 
 QuantizedMatrix QuantizeInt4Groups(const float* w, int64_t n, int64_t k, int64_t group,
-                                   bool asymmetric) {
+                                   bool asymmetric, bool search_range) {
   QuantizedMatrix m;
   m.bits = 4;
   m.n = n;
@@ -197,16 +198,21 @@ QuantizedMatrix QuantizeInt4Groups(const float* w, int64_t n, int64_t k, int64_t
   m.q.assign(size_t(n * k / 2), 0);
   m.scales.resize(size_t(n * groups));
   if (asymmetric) m.offsets.resize(size_t(n * groups));
-  for (int64_t r = 0; r < n; ++r) {
-    uint8_t* row = m.q.data() + r * (k / 2);
-    for (int64_t g = 0; g < groups; ++g) {
-      const float* wg = w + r * k + g * group;
-      const detail::Int4Params p = detail::Int4GroupParams(wg, group, asymmetric);
-      m.scales[size_t(r * groups + g)] = p.scale;
-      if (asymmetric) m.offsets[size_t(r * groups + g)] = p.offset;
-      for (int64_t i = 0; i < group; ++i) detail::SetQ4(row, g * group + i, detail::Int4Code(wg[i], p, asymmetric));
+  // Rows are independent (each writes only its own codes, scales and offsets); the range search
+  // costs ~60 ns per weight, so a billion-weight model is split over the machine's cores.
+  ThreadPool::Default().ParallelFor(n, 1, [&](int64_t r_begin, int64_t r_end) {
+    for (int64_t r = r_begin; r < r_end; ++r) {
+      uint8_t* row = m.q.data() + r * (k / 2);
+      for (int64_t g = 0; g < groups; ++g) {
+        const float* wg = w + r * k + g * group;
+        const detail::Int4Params p = search_range ? detail::Int4SearchGroupParams(wg, group, asymmetric)
+                                                  : detail::Int4GroupParams(wg, group, asymmetric);
+        m.scales[size_t(r * groups + g)] = p.scale;
+        if (asymmetric) m.offsets[size_t(r * groups + g)] = p.offset;
+        for (int64_t i = 0; i < group; ++i) detail::SetQ4(row, g * group + i, detail::Int4Code(wg[i], p, asymmetric));
+      }
     }
-  }
+  });
   return m;
 }
 
@@ -340,7 +346,7 @@ Result<QuantReport> QuantizeGraphs(std::vector<graph::Graph>& graphs, const Quan
     auto e = std::make_unique<Entry>();
     e->spec = format;
     e->gptq = gptq;
-    e->m = IsInt4(spec.scheme) ? QuantizeInt4Groups(f.data(), n, k, spec.group, spec.asymmetric)
+    e->m = IsInt4(spec.scheme) ? QuantizeInt4Groups(f.data(), n, k, spec.group, spec.asymmetric, config.clip_search)
                                : QuantizeInt8PerChannel(f.data(), n, k);
     std::vector<float> deq = Dequantize(e->m);
     TensorReport t;

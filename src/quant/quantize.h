@@ -73,6 +73,10 @@ struct QuantConfig {
   // always rounded to nearest (a lookup has no input activations to compensate over).
   Method method = Method::kRtn;
   GptqOptions gptq;
+  // int4 round to nearest (every int4 tensor not chosen by GPTQ, embedding rows included):
+  // choose each group's range by the search of QuantizeInt4Groups (least squared weight error)
+  // instead of min/max. Off (CLI --quant-no-clip-search) reproduces the plain min/max codes.
+  bool clip_search = true;
   // Every linear layer (kMatMul with a constant weight) except the lm_head.
   SchemeSpec linear;
   // Embedding table rows: kNone (keep f32), kInt8 or kInt4 (weight-only forms only).
@@ -132,8 +136,11 @@ struct QuantizedMatrix {
   std::vector<float> offsets;       // [N, K/G] when asymmetric, else empty
 };
 QuantizedMatrix QuantizeInt8PerChannel(const float* w, int64_t n, int64_t k);
+// int4: each group's range by detail::Int4SearchGroupParams (the least Σ(w − ŵ)² over a grid
+// of clipped ranges, each refit by least squares) when search_range, else min/max
+// (detail::Int4GroupParams).
 QuantizedMatrix QuantizeInt4Groups(const float* w, int64_t n, int64_t k, int64_t group,
-                                   bool asymmetric);
+                                   bool asymmetric, bool search_range = true);
 // Dequantized [N, K] float32.
 std::vector<float> Dequantize(const QuantizedMatrix& m);
 // 10·log10(Σ ref² / Σ (ref - got)²); +inf when equal.

@@ -55,9 +55,10 @@ std::vector<double> Identity(int64_t k) {
   return h;
 }
 
-QuantizedMatrix Rtn(const std::vector<float>& w, int64_t n, int64_t k, const SchemeSpec& s) {
+// Round to nearest; int4 ranges searched (the default) or min/max.
+QuantizedMatrix Rtn(const std::vector<float>& w, int64_t n, int64_t k, const SchemeSpec& s, bool search = true) {
   return s.scheme == Scheme::kInt8 ? QuantizeInt8PerChannel(w.data(), n, k)
-                                   : QuantizeInt4Groups(w.data(), n, k, s.group, s.asymmetric);
+                                   : QuantizeInt4Groups(w.data(), n, k, s.group, s.asymmetric, search);
 }
 
 const char* kFormats[] = {"int8", "int4-g32", "int4-g32-asym", "int4-g64", "int4-g128-asym"};
@@ -143,17 +144,20 @@ TEST(GptqTest, WithIdentityHessianEqualsRoundToNearestByteForByte) {
   const auto w = Normal(size_t(n * k), 11, 0.05f);
   for (const char* text : kFormats) {
     for (bool act_order : {false, true}) {
-      SCOPED_TRACE(std::string(text) + (act_order ? " act_order" : ""));
-      const SchemeSpec s = *ParseScheme(text);
-      GptqOptions opt;
-      opt.act_order = act_order;
-      opt.clip_search = false;  // the range search is the one deliberate departure from RTN
-      auto g = GptqQuantize(w.data(), n, k, Identity(k).data(), s, opt);
-      ASSERT_TRUE(g.ok());
-      const QuantizedMatrix r = Rtn(w, n, k, s);
-      EXPECT_EQ(g->q, r.q);
-      EXPECT_EQ(g->scales, r.scales);
-      EXPECT_EQ(g->offsets, r.offsets);
+      // The int4 range search is shared: with H = I its weights are all 1, i.e. RTN's search.
+      for (bool clip_search : {false, true}) {
+        SCOPED_TRACE(std::string(text) + (act_order ? " act_order" : "") + (clip_search ? " clip_search" : ""));
+        const SchemeSpec s = *ParseScheme(text);
+        GptqOptions opt;
+        opt.act_order = act_order;
+        opt.clip_search = clip_search;
+        auto g = GptqQuantize(w.data(), n, k, Identity(k).data(), s, opt);
+        ASSERT_TRUE(g.ok());
+        const QuantizedMatrix r = Rtn(w, n, k, s, clip_search);
+        EXPECT_EQ(g->q, r.q);
+        EXPECT_EQ(g->scales, r.scales);
+        EXPECT_EQ(g->offsets, r.offsets);
+      }
     }
   }
 }
@@ -163,11 +167,13 @@ TEST(GptqTest, InputsNeverActivatedKeepTheirRoundToNearestValues) {
   const int64_t n = 4, k = 64;
   const auto w = Normal(size_t(n * k), 12, 0.05f);
   const std::vector<double> zero(size_t(k * k), 0.0);
-  GptqOptions opt;
-  opt.clip_search = false;
-  auto g = GptqQuantize(w.data(), n, k, zero.data(), *ParseScheme("int4-g32"), opt);
-  ASSERT_TRUE(g.ok()) << g.status().ToString();
-  EXPECT_EQ(g->q, QuantizeInt4Groups(w.data(), n, k, 32, false).q);
+  for (bool clip_search : {false, true}) {
+    GptqOptions opt;
+    opt.clip_search = clip_search;  // dead groups: no activation weights → RTN's own search
+    auto g = GptqQuantize(w.data(), n, k, zero.data(), *ParseScheme("int4-g32"), opt);
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    EXPECT_EQ(g->q, QuantizeInt4Groups(w.data(), n, k, 32, false, clip_search).q) << clip_search;
+  }
 }
 
 TEST(GptqTest, RejectsAGroupThatDoesNotDivideKAndNonWeightFormatsWithAMessage) {

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "kernels/quant_kernels.h"
+#include "quant/quant_math.h"
 #include "runtime/op_checks.h"
 
 namespace slm::quant {
@@ -69,7 +70,8 @@ TEST(QuantFormatTest, Int4GroupsStayWithinOneStepAndPackTwoPerByteInTheKernelLay
   for (bool asym : {false, true}) {
     for (int64_t g : {32, 64, 128}) {
       const auto w = Random(size_t(n * k), uint32_t(g) + asym);
-      const QuantizedMatrix m = QuantizeInt4Groups(w.data(), n, k, g, asym);
+      // Min/max ranges (no search): every value within half a step (one when +8 clips).
+      const QuantizedMatrix m = QuantizeInt4Groups(w.data(), n, k, g, asym, /*search_range=*/false);
       ASSERT_EQ(m.q.size(), size_t(n * k / 2));
       ASSERT_EQ(m.scales.size(), size_t(n * k / g));
       ASSERT_EQ(m.offsets.size(), asym ? size_t(n * k / g) : 0u);
@@ -83,17 +85,104 @@ TEST(QuantFormatTest, Int4GroupsStayWithinOneStepAndPackTwoPerByteInTheKernelLay
         }
       }
       EXPECT_GT(SqnrDb(w.data(), d.data(), w.size()), 15.0);
+      // The searched ranges (the default) never lose to min/max over the matrix.
+      const auto searched = Dequantize(QuantizeInt4Groups(w.data(), n, k, g, asym));
+      EXPECT_GE(SqnrDb(w.data(), searched.data(), w.size()), SqnrDb(w.data(), d.data(), w.size()));
     }
   }
   // Layout: byte j of a 32-block holds k = j (low nibble) and k = j + 16 (high nibble).
   std::vector<float> ramp(32);
   for (int i = 0; i < 32; ++i) ramp[size_t(i)] = float(i) - 16.0f;  // peak -16 → scale 2
-  const QuantizedMatrix m = QuantizeInt4Groups(ramp.data(), 1, 32, 32, false);
+  const QuantizedMatrix m = QuantizeInt4Groups(ramp.data(), 1, 32, 32, false, /*search_range=*/false);
   EXPECT_FLOAT_EQ(m.scales[0], 2.0f);
   EXPECT_EQ(kernels::Q4At(m.q.data(), 0), 0);   // -16 / 2 + 8
   EXPECT_EQ(m.q[0] & 0x0F, 0);
   EXPECT_EQ(m.q[0] >> 4, 8);                    // k = 16: 0 / 2 + 8
   EXPECT_EQ(kernels::Q4At(m.q.data(), 31), 15); // 15 / 2 = 7.5 → 8 (ties to even) + 8 → clipped 15
+}
+
+TEST(QuantMathTest, RoundHalfEvenEqualsNearbyintOnHalvesAndRandomValues) {
+  for (int i = -4000; i <= 4000; ++i) {
+    const float x = float(i) * 0.25f;  // every half and quarter in [-1000, 1000]
+    EXPECT_EQ(detail::RoundHalfEven(x), std::nearbyint(x)) << x;
+  }
+  for (float x : Random(10000, 77)) EXPECT_EQ(detail::RoundHalfEven(x * 300.0f), std::nearbyint(x * 300.0f)) << x;
+}
+
+// One outlier sets the min/max step for the whole group: 31 values of sd 0.01 (largest 0.028)
+// and one at 0.035.
+// (An outlier far larger than that is worth keeping: clipping it would cost more than the finer
+// step saves, and the search keeps min/max.)
+std::vector<float> GroupWithOneOutlier() {
+  std::vector<float> g = Random(32, 21);
+  for (float& v : g) v *= 0.2f;  // sd 0.01
+  g[7] = 0.035f;
+  return g;
+}
+
+TEST(Int4RangeSearchTest, AGroupWithOneOutlierGetsAClippedRangeWithLessSquaredError) {
+  const std::vector<float> g = GroupWithOneOutlier();
+  for (bool asym : {false, true}) {
+    const detail::Int4Params minmax = detail::Int4GroupParams(g.data(), 32, asym);
+    const detail::Int4Params searched = detail::Int4SearchGroupParams(g.data(), 32, asym);
+    const double e_minmax = detail::Int4GroupError(g.data(), 32, minmax, asym, nullptr);
+    const double e_searched = detail::Int4GroupError(g.data(), 32, searched, asym, nullptr);
+    EXPECT_LT(e_searched, 0.9 * e_minmax) << "asym " << asym;
+    EXPECT_LT(std::fabs(searched.scale), std::fabs(minmax.scale)) << "asym " << asym;  // a finer step
+    // The same through the matrix API, and through its bytes (Dequantize = the kernels' rule).
+    const auto d_searched = Dequantize(QuantizeInt4Groups(g.data(), 1, 32, 32, asym));
+    const auto d_minmax = Dequantize(QuantizeInt4Groups(g.data(), 1, 32, 32, asym, false));
+    EXPECT_GT(SqnrDb(g.data(), d_searched.data(), 32), SqnrDb(g.data(), d_minmax.data(), 32)) << "asym " << asym;
+  }
+}
+
+TEST(Int4RangeSearchTest, ConstantAndZeroGroupsStayExact) {
+  for (float c : {0.0f, 0.37f, -1.25f, 3e-5f}) {
+    const std::vector<float> g(64, c);
+    for (bool asym : {false, true}) {
+      const QuantizedMatrix m = QuantizeInt4Groups(g.data(), 1, 64, 32, asym);
+      const auto d = Dequantize(m);
+      for (size_t i = 0; i < g.size(); ++i) EXPECT_EQ(d[i], c) << "c " << c << " asym " << asym << " i " << i;
+      EXPECT_TRUE(std::isfinite(m.scales[0]) && std::isfinite(m.scales[1]));
+    }
+  }
+}
+
+TEST(Int4RangeSearchTest, CodesStayInRangeAndOnlyTheClippedExtremesLeaveHalfAStep) {
+  // Heavy-tailed rows (an outlier every 29 values) so that many groups are clipped.
+  const int64_t n = 4, k = 256;
+  std::vector<float> w = Random(size_t(n * k), 31);
+  for (size_t i = 0; i < w.size(); i += 29) w[i] *= 12.0f;
+  for (bool asym : {false, true}) {
+    for (int64_t group : {32, 128}) {
+      const QuantizedMatrix m = QuantizeInt4Groups(w.data(), n, k, group, asym);
+      const auto d = Dequantize(m);
+      for (int64_t r = 0; r < n; ++r) {
+        for (int64_t g = 0; g < k / group; ++g) {
+          const float* wg = w.data() + r * k + g * group;
+          const detail::Int4Params p{m.scales[size_t(r * (k / group) + g)],
+                                     asym ? m.offsets[size_t(r * (k / group) + g)] : 0.0f};
+          ASSERT_TRUE(std::isfinite(p.scale) && p.scale != 0) << r << "," << g;
+          if (asym) {
+            ASSERT_GT(p.scale, 0.0f);
+          }
+          // The representable range [lo, hi] of the stored parameters.
+          const float a = detail::Int4Value(0, p, asym), b = detail::Int4Value(15, p, asym);
+          const float lo = std::min(a, b), hi = std::max(a, b), step = std::fabs(p.scale);
+          for (int64_t t = 0; t < group; ++t) {
+            const int q = detail::Int4Code(wg[t], p, asym);
+            ASSERT_GE(q, 0);
+            ASSERT_LE(q, 15);
+            const float got = d[size_t(r * k + g * group + t)];
+            EXPECT_FLOAT_EQ(got, detail::Int4Value(q, p, asym));
+            // Inside the range: round to nearest; outside: clipped to the nearest end.
+            const float want = wg[t] < lo ? lo : wg[t] > hi ? hi : wg[t];
+            EXPECT_LE(std::fabs(got - want), 0.5001f * step) << "asym " << asym << " g " << group << " r " << r << " t " << t;
+          }
+        }
+      }
+    }
+  }
 }
 
 // A two-matmul graph: x → [q_proj] → h → [lm_head] → logits, plus an embedding tied to lm_head.
