@@ -19,6 +19,7 @@
 #endif
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -246,6 +247,43 @@ void MatMulQ4Columns(const float* x, const uint8_t* w, const float* scales, cons
 }
 
 // ---- Dynamic int8 activations ----
+
+// Per-row symmetric int8 quantization (quant_kernels.h), bit-identical to the scalar reference:
+// the same product x·inv rounded to nearest-even (NearestInt), clamped to ±127.
+void QuantizeRowsI8(const float* HWY_RESTRICT x, int8_t* HWY_RESTRICT xq, float* xscale,
+                    int32_t* group_sums, int64_t R, int64_t K, int64_t G) {
+  const hn::ScalableTag<float> df;
+  const hn::Rebind<int32_t, decltype(df)> di;
+  const hn::Rebind<int16_t, decltype(df)> d16;
+  const hn::Rebind<int8_t, decltype(df)> d8;
+  const size_t NL = hn::Lanes(df), k = size_t(K);
+  const auto lo = hn::Set(di, -127), hi = hn::Set(di, 127);
+  for (size_t r = 0; r < size_t(R); ++r) {
+    const float* xr = x + r * k;
+    auto vmax = hn::Zero(df);
+    size_t i = 0;
+    for (; i + NL <= k; i += NL) vmax = hn::Max(vmax, hn::Abs(hn::LoadU(df, xr + i)));
+    float amax = hn::GetLane(hn::MaxOfLanes(df, vmax));
+    for (; i < k; ++i) amax = std::max(amax, std::fabs(xr[i]));
+    const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    xscale[r] = amax / 127.0f;
+    int8_t* qr = xq + r * k;
+    const auto vinv = hn::Set(df, inv);
+    i = 0;
+    for (; i + NL <= k; i += NL) {
+      const auto q = hn::Min(hn::Max(hn::NearestInt(hn::Mul(hn::LoadU(df, xr + i), vinv)), lo), hi);
+      hn::StoreU(hn::DemoteTo(d8, hn::DemoteTo(d16, q)), d8, qr + i);
+    }
+    for (; i < k; ++i) qr[i] = static_cast<int8_t>(std::clamp(std::nearbyint(xr[i] * inv), -127.0f, 127.0f));
+    if (group_sums != nullptr) {
+      for (size_t g = 0; g < k / size_t(G); ++g) {
+        int32_t s = 0;
+        for (size_t j = g * size_t(G); j < (g + 1) * size_t(G); ++j) s += qr[j];
+        group_sums[r * (k / size_t(G)) + g] = s;
+      }
+    }
+  }
+}
 
 // int32 dot products of kR int8 rows (stride K) with one int8 weight row, over [k0, k1) where
 // k1 - k0 is a multiple of the i16 lane count; sum0/sum1 as ReorderWidenMulAccumulate leaves them.

@@ -15,6 +15,12 @@ HWY_EXPORT(MatMulQ8Columns);
 HWY_EXPORT(MatMulQ4Columns);
 HWY_EXPORT(MatMulQ8DynColumns);
 HWY_EXPORT(MatMulQ4DynColumns);
+HWY_EXPORT(QuantizeRowsI8);
+
+void QuantizeRowsI8(const float* x, int8_t* xq, float* xscale, int32_t* group_sums, int64_t R,
+                    int64_t K, int64_t G) {
+  HWY_DYNAMIC_DISPATCH(QuantizeRowsI8)(x, xq, xscale, group_sums, R, K, G);
+}
 
 void MatMulQ8Columns(const float* x, const int8_t* w, const float* scales, const float* bias,
                      float* y, int64_t R, int64_t K, int64_t N, int64_t n_begin, int64_t n_end) {

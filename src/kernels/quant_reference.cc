@@ -1,5 +1,5 @@
-// Scalar references of kernels/quant_kernels.h, plus the portable helpers (row dequantization,
-// activation quantization) that are not hot enough to need SIMD.
+// Scalar references of kernels/quant_kernels.h, plus the portable helpers (row dequantization)
+// that are not hot enough to need SIMD.
 #include <algorithm>
 #include <cmath>
 
@@ -12,6 +12,25 @@ inline float Q4Offset(const float* scales, const float* offsets, int64_t i) {
   return offsets != nullptr ? offsets[i] : -8.0f * scales[i];
 }
 }  // namespace
+
+void DequantizeRowQ8(const int8_t* w, const float* scales, int64_t K, int64_t row, float multiplier,
+                     float* out) {
+  const float s = scales[row] * multiplier;
+  const int8_t* wr = w + row * K;
+  for (int64_t k = 0; k < K; ++k) out[k] = float(wr[k]) * s;
+}
+
+void DequantizeRowQ4(const uint8_t* w, const float* scales, const float* offsets, int64_t K,
+                     int64_t G, int64_t row, float multiplier, float* out) {
+  const uint8_t* wr = w + row * (K / 2);
+  const int64_t groups = K / G;
+  for (int64_t k = 0; k < K; ++k) {
+    const int64_t gi = row * groups + k / G;
+    out[k] = (scales[gi] * float(Q4At(wr, k)) + Q4Offset(scales, offsets, gi)) * multiplier;
+  }
+}
+
+namespace reference {
 
 void QuantizeRowsI8(const float* x, int8_t* xq, float* xscale, int32_t* group_sums, int64_t R,
                     int64_t K, int64_t G) {
@@ -38,25 +57,6 @@ void QuantizeRowsI8(const float* x, int8_t* xq, float* xscale, int32_t* group_su
     }
   }
 }
-
-void DequantizeRowQ8(const int8_t* w, const float* scales, int64_t K, int64_t row, float multiplier,
-                     float* out) {
-  const float s = scales[row] * multiplier;
-  const int8_t* wr = w + row * K;
-  for (int64_t k = 0; k < K; ++k) out[k] = float(wr[k]) * s;
-}
-
-void DequantizeRowQ4(const uint8_t* w, const float* scales, const float* offsets, int64_t K,
-                     int64_t G, int64_t row, float multiplier, float* out) {
-  const uint8_t* wr = w + row * (K / 2);
-  const int64_t groups = K / G;
-  for (int64_t k = 0; k < K; ++k) {
-    const int64_t gi = row * groups + k / G;
-    out[k] = (scales[gi] * float(Q4At(wr, k)) + Q4Offset(scales, offsets, gi)) * multiplier;
-  }
-}
-
-namespace reference {
 
 void MatMulQ8(const float* x, const int8_t* w, const float* scales, const float* bias, float* y,
               int64_t R, int64_t K, int64_t N) {
@@ -88,10 +88,6 @@ void MatMulQ4(const float* x, const uint8_t* w, const float* scales, const float
   }
 }
 
-void QuantizeRowsI8(const float* x, int8_t* xq, float* xscale, int32_t* group_sums, int64_t R,
-                    int64_t K, int64_t G) {
-  kernels::QuantizeRowsI8(x, xq, xscale, group_sums, R, K, G);
-}
 
 void MatMulQ8Dyn(const int8_t* xq, const float* xscale, const int8_t* w, const float* scales,
                  const float* bias, float* y, int64_t R, int64_t K, int64_t N) {

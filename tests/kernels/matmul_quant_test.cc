@@ -6,8 +6,10 @@
 // is bounded by a small multiple of K·2^-24·Σ|terms|, so every check is
 // |y - y_ref| <= 1e-5 · Σ_k |x_k · ŵ_k| (+ |bias|), ŵ the dequantized weight. The integer dot
 // products of the dynamic kernels are exact, so there only the f32 scaling rounds.
+#include <algorithm>
 #include <cmath>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "kernels/matmul_q_vnni.h"
@@ -241,6 +243,26 @@ TEST_F(VnniMatMulTest, ShapesItCannotTakeFallBackToHighway) {
   EXPECT_FALSE(MatMulQ4DynColumnsVnni(xq.data(), &xs, gs, w4.data(), &sc, nullptr, nullptr, &y, 1, 96, 1, 32, 0, 1));
   ASSERT_TRUE(Q8Matches(3, 96, 5, true, true));
   ASSERT_TRUE(Q4Matches(3, 96, 5, 32, false, true, true));
+}
+
+// The SIMD activation quantizer equals the scalar reference bit for bit: same scale, same codes
+// (ties to even), same group sums, on every target and on K not a multiple of the vector.
+TEST_P(QuantMatMulTest, QuantizeRowsI8EqualsTheReferenceExactly) {
+  for (auto [R, K, G] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {1, 7, 7}, {3, 17, 17}, {2, 32, 32},
+                         {5, 100, 25}, {4, 2048, 32}, {1, 4099, 4099}, {7, 96, 32}}) {
+    std::vector<float> x = RandomFloats(size_t(R * K), uint32_t(R * 1000 + K));
+    // Exact ties after scaling: a row whose max is 127 makes inv = 1, so k + 0.5 values tie.
+    for (int64_t k = 0; k < K; ++k) x[size_t(k)] = k == 0 ? 127.0f : float(k % 50) - 24.5f;
+    if (R > 2) std::fill(x.begin() + K, x.begin() + 2 * K, 0.0f);  // an all-zero row
+    std::vector<int8_t> q(size_t(R * K)), q_ref(size_t(R * K));
+    std::vector<float> s(static_cast<size_t>(R)), s_ref(static_cast<size_t>(R));
+    std::vector<int32_t> g(size_t(R * (K / G))), g_ref(size_t(R * (K / G)));
+    QuantizeRowsI8(x.data(), q.data(), s.data(), g.data(), R, K, G);
+    reference::QuantizeRowsI8(x.data(), q_ref.data(), s_ref.data(), g_ref.data(), R, K, G);
+    EXPECT_EQ(q, q_ref) << "R=" << R << " K=" << K;
+    EXPECT_EQ(s, s_ref) << "R=" << R << " K=" << K;
+    EXPECT_EQ(g, g_ref) << "R=" << R << " K=" << K;
+  }
 }
 
 TEST(QuantizeRowsI8Test, RoundsToNearestAndKeepsGroupSums) {
