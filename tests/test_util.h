@@ -20,6 +20,8 @@ namespace slm::testing {
 inline std::string SharedDir() { return SLM_SHARED_DIR; }
 inline std::string SourceDir() { return SLM_SOURCE_DIR; }
 inline std::string CliPath() { return SLM_CLI_PATH; }
+// The shared tokenizer files (<name>/tokenizer.json, ggml-vocab-*.gguf, ...), with a trailing "/".
+inline std::string TokenizersDir() { return SharedDir() + "/tokenizers/"; }
 
 inline std::vector<std::string>& TempDirs() {
   static auto* dirs = [] {

@@ -13,7 +13,7 @@
 namespace slm::graph {
 namespace {
 
-std::string Where(const Graph& g, const Value& v) {
+std::string WhereConstant(const Graph& g, const Value& v) {
   return "method '" + g.name + "' constant '" + v.name + "'";
 }
 
@@ -65,7 +65,7 @@ class Lifter {
   }
 
   Result<int32_t> Lift(const Graph& g, const Value& v) {
-    const std::string where = Where(g, v);
+    const std::string where = WhereConstant(g, v);
     if (!v.source) return InvalidArgument(where + ": has no source (already serialized?)");
     Result<uint64_t> nbytes = CheckedByteSize(v.dtype, v.shape);
     if (!nbytes.ok()) return Status(nbytes.status().code(), where + ": " + nbytes.status().message());

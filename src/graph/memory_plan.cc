@@ -18,16 +18,16 @@ struct Block {
   int64_t offset = -1;
 };
 
-std::string Where(const Graph& g, const Value& v) {
+std::string WhereValue(const Graph& g, const Value& v) {
   return "method '" + g.name + "' value '" + v.name + "' (" + ValueKindName(v.kind) + ")";
 }
 
 Result<int64_t> AlignedFootprint(const Graph& g, const Value& v) {
   Result<uint64_t> bytes = CheckedByteSize(v.dtype, v.shape);
-  if (!bytes.ok()) return OutOfRange(Where(g, v) + ": " + bytes.status().message());
+  if (!bytes.ok()) return OutOfRange(WhereValue(g, v) + ": " + bytes.status().message());
   constexpr uint64_t kMask = kArenaAlignment - 1;
   if (*bytes > static_cast<uint64_t>(INT64_MAX) - kMask) {
-    return OutOfRange(Where(g, v) + ": " + std::to_string(*bytes) + " bytes cannot be placed");
+    return OutOfRange(WhereValue(g, v) + ": " + std::to_string(*bytes) + " bytes cannot be placed");
   }
   return static_cast<int64_t>((*bytes + kMask) & ~kMask);
 }
@@ -49,7 +49,7 @@ Result<std::vector<Block>> CollectBlocks(const Graph& g) {
     const Value& v = g.values[id];
     if (v.kind != ValueKind::kIntermediate) continue;
     if (first[id] < 0) {
-      return InvalidArgument(Where(g, v) + ": never produced by any op, cannot be planned");
+      return InvalidArgument(WhereValue(g, v) + ": never produced by any op, cannot be planned");
     }
     Block b;
     b.id = static_cast<int32_t>(id);
@@ -120,21 +120,21 @@ Status CheckMemoryPlan(const Graph& g) {
   for (const Value& v : g.values) {
     if (v.kind != ValueKind::kIntermediate) continue;
     if (v.arena_offset < 0) {
-      return OutOfRange(Where(g, v) + ": negative arena offset " +
+      return OutOfRange(WhereValue(g, v) + ": negative arena offset " +
                         std::to_string(v.arena_offset) + " (not planned)");
     }
     if (v.arena_offset % kArenaAlignment != 0) {
-      return OutOfRange(Where(g, v) + ": arena offset " + std::to_string(v.arena_offset) +
+      return OutOfRange(WhereValue(g, v) + ": arena offset " + std::to_string(v.arena_offset) +
                         " is not a multiple of " + std::to_string(kArenaAlignment));
     }
     Result<uint64_t> bytes = CheckedByteSize(v.dtype, v.shape);
-    if (!bytes.ok()) return OutOfRange(Where(g, v) + ": " + bytes.status().message());
+    if (!bytes.ok()) return OutOfRange(WhereValue(g, v) + ": " + bytes.status().message());
     uint64_t end = 0;
     const uint64_t begin = static_cast<uint64_t>(v.arena_offset);
     if (__builtin_add_overflow(begin, *bytes, &end) ||
         end > static_cast<uint64_t>(g.arena_bytes)) {
       std::string end_text = end >= begin ? std::to_string(end) : "overflow";
-      return OutOfRange(Where(g, v) + ": arena range [" + std::to_string(begin) + ", " +
+      return OutOfRange(WhereValue(g, v) + ": arena range [" + std::to_string(begin) + ", " +
                         end_text + ") exceeds arena_bytes " + std::to_string(g.arena_bytes));
     }
   }

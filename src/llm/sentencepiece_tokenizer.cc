@@ -24,7 +24,7 @@ constexpr std::string_view kDefaultUnkSurface = " \xE2\x81\x87 ";
 constexpr std::string_view kBrokenDefaultUnkSurface = " \\342\\201\\207 ";
 
 // "<0xAB>" → 0xAB. SentencePiece guarantees this spelling for byte pieces.
-std::optional<char> ParseBytePiece(std::string_view piece) {
+std::optional<char> ParseSentencePieceByte(std::string_view piece) {
   if (piece.size() != 6 || !piece.starts_with("<0x") || piece.back() != '>') return std::nullopt;
   unsigned value = 0;
   const char* begin = piece.data() + 3;
@@ -97,7 +97,7 @@ void SentencePieceTokenizer::BuildSurfaces() {
       s.text = processor_->DecodeIds({id});  // the model's unk surface
       if (s.text == kBrokenDefaultUnkSurface) s.text = kDefaultUnkSurface;
     } else if (processor_->IsByte(id)) {
-      if (auto byte = ParseBytePiece(piece)) s.text.assign(1, *byte);
+      if (auto byte = ParseSentencePieceByte(piece)) s.text.assign(1, *byte);
     } else {
       s.text = ReplaceSpaceSymbols(piece);
       s.strippable_space = piece.starts_with(kSpaceSymbol);

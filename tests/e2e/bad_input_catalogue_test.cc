@@ -41,8 +41,6 @@ using nlohmann::json;
 
 // ---- Helpers ------------------------------------------------------------------------------
 
-std::string Stories() { return SharedDir() + "/models/stories260K"; }
-
 // Replaces `dir` in `text` with "<dir>".
 std::string Normalize(std::string text, const std::string& dir) {
   for (size_t at; (at = text.find(dir)) != std::string::npos;) text.replace(at, dir.size(), "<dir>");
@@ -68,16 +66,6 @@ std::string U64(uint64_t v) { return std::string(reinterpret_cast<const char*>(&
 
 std::string Safetensors(const std::string& header, const std::string& data = "") {
   return U64(header.size()) + header + data;
-}
-
-// Splits and joins a safetensors file as (header JSON, data section).
-std::pair<json, std::string> SplitSafetensors(const std::string& bytes) {
-  uint64_t n = 0;
-  std::memcpy(&n, bytes.data(), 8);
-  return {json::parse(bytes.substr(8, n)), bytes.substr(8 + n)};
-}
-std::string JoinSafetensors(const json& header, const std::string& data) {
-  return Safetensors(header.dump(), data);
 }
 
 // Opens <dir>/model.safetensors after writing `bytes` there.
@@ -118,9 +106,9 @@ std::string LoadSpecWithEdit(const std::string& dir, const std::function<void(js
 }
 
 // A small compiled stories260K artifact (shared by the artifact rows).
-std::string Artifact() { return CompiledArtifact(Stories(), {4}, 16); }
+std::string SmallStoriesArtifact() { return CompiledArtifact(Stories(), {4}, 16); }
 
-std::string LoadRunner(const std::string& path) { return Outcome(llm::Runner::Load(path)); }
+std::string LoadRunnerOutcome(const std::string& path) { return Outcome(llm::Runner::Load(path)); }
 
 // Rebuilds the artifact at `src` into `dst` after `edit` changed its program: the checksum and
 // layout are recomputed, so the loader's later checks (not the checksum) must catch the defect.
@@ -170,7 +158,7 @@ std::string RewriteArtifact(const std::string& src, const std::string& dst,
 }
 
 std::string RewriteMetadata(const std::string& dir, const std::function<void(json&)>& edit) {
-  return RewriteArtifact(Artifact(), dir + "/m.slm", [&](io::ProgramParts&, std::vector<graph::Graph>&, std::string& m) {
+  return RewriteArtifact(SmallStoriesArtifact(), dir + "/m.slm", [&](io::ProgramParts&, std::vector<graph::Graph>&, std::string& m) {
     json j = json::parse(m);
     edit(j);
     m = j.dump();
@@ -180,7 +168,7 @@ std::string RewriteMetadata(const std::string& dir, const std::function<void(jso
 // Writes `bytes` as an artifact and opens it through the runner (Program::Load + session).
 std::string LoadArtifactBytes(const std::string& dir, const std::string& bytes) {
   WriteFile(dir + "/m.slm", bytes);
-  return LoadRunner(dir + "/m.slm");
+  return LoadRunnerOutcome(dir + "/m.slm");
 }
 
 // Patches the u64 at `at` of an artifact and re-encodes its checksum over the new header.
@@ -195,7 +183,7 @@ std::string PatchHeaderU64(std::string bytes, size_t at, uint64_t value) {
 
 // A session snapshot of stories260K after 3 tokens.
 std::string Snapshot(const std::string& dir) {
-  auto runner = llm::Runner::Load(Artifact());
+  auto runner = llm::Runner::Load(SmallStoriesArtifact());
   EXPECT_TRUE(runner.ok());
   std::vector<float> logits((*runner)->metadata().vocab_size);
   const int32_t ids[3] = {1, 403, 407};
@@ -206,7 +194,7 @@ std::string Snapshot(const std::string& dir) {
 }
 std::string LoadSnapshotBytes(const std::string& dir, const std::string& bytes) {
   WriteFile(dir + "/bad.snap", bytes);
-  auto runner = llm::Runner::Load(Artifact());
+  auto runner = llm::Runner::Load(SmallStoriesArtifact());
   EXPECT_TRUE(runner.ok());
   return Outcome((*runner)->session().LoadSnapshot(dir + "/bad.snap"));
 }
@@ -236,7 +224,7 @@ std::string Leftovers(const std::string& dir, const std::string& name) {
 
 using Case = std::function<std::string(const std::string& dir)>;
 
-std::map<std::string, Case> Cases() {
+std::map<std::string, Case> CatalogueCases() {
   std::map<std::string, Case> c;
   const std::string real_st = Stories() + "/model.safetensors";
 
@@ -344,9 +332,9 @@ std::map<std::string, Case> Cases() {
   };
   c["file-artifact-is-fifo"] = [](const std::string& d) {
     EXPECT_EQ(::mkfifo((d + "/m.slm").c_str(), 0600), 0);
-    return LoadRunner(d + "/m.slm");
+    return LoadRunnerOutcome(d + "/m.slm");
   };
-  c["file-artifact-is-device"] = [](const std::string&) { return LoadRunner("/dev/zero"); };
+  c["file-artifact-is-device"] = [](const std::string&) { return LoadRunnerOutcome("/dev/zero"); };
   c["file-config-unreadable"] = [](const std::string& d) -> std::string {
     if (::geteuid() == 0) return "SKIP: running as root, whom file permissions do not stop";
     const std::string ckpt = CopyCheckpoint(d);
@@ -404,7 +392,7 @@ std::map<std::string, Case> Cases() {
     return Outcome(llm::SentencePieceTokenizer::FromFile(d + "/tokenizer.model"));
   };
   c["prompt-not-utf8"] = [](const std::string&) -> std::string {
-    auto runner = llm::Runner::Load(Artifact());
+    auto runner = llm::Runner::Load(SmallStoriesArtifact());
     auto ids = (*runner)->Encode("a\xff\xfe b");
     if (!ids.ok()) return ids.status().ToString();
     std::string s = "OK: ids";
@@ -412,12 +400,12 @@ std::map<std::string, Case> Cases() {
     return s;
   };
   c["prompt-id-outside-vocab"] = [](const std::string&) {
-    auto runner = llm::Runner::Load(Artifact());
+    auto runner = llm::Runner::Load(SmallStoriesArtifact());
     const int32_t ids[2] = {1, 999999};
     return Outcome((*runner)->Generate(ids, {}));
   };
   c["prompt-longer-than-context"] = [](const std::string&) {
-    auto runner = llm::Runner::Load(Artifact());
+    auto runner = llm::Runner::Load(SmallStoriesArtifact());
     std::vector<int32_t> ids(20, 100);
     return Outcome((*runner)->Generate(ids, {}));
   };
@@ -425,99 +413,99 @@ std::map<std::string, Case> Cases() {
   // Artifacts: raw bytes.
   c["art-empty"] = [](const std::string& d) { return LoadArtifactBytes(d, ""); };
   c["art-not-an-artifact"] = [](const std::string& d) { return LoadArtifactBytes(d, ReadFile(Stories() + "/config.json")); };
-  c["art-cut-in-header"] = [](const std::string& d) { return LoadArtifactBytes(d, ReadFile(Artifact()).substr(0, 40)); };
-  c["art-cut-in-program"] = [](const std::string& d) { return LoadArtifactBytes(d, ReadFile(Artifact()).substr(0, 200)); };
+  c["art-cut-in-header"] = [](const std::string& d) { return LoadArtifactBytes(d, ReadFile(SmallStoriesArtifact()).substr(0, 40)); };
+  c["art-cut-in-program"] = [](const std::string& d) { return LoadArtifactBytes(d, ReadFile(SmallStoriesArtifact()).substr(0, 200)); };
   c["art-cut-in-data"] = [](const std::string& d) {
-    const std::string b = ReadFile(Artifact());
+    const std::string b = ReadFile(SmallStoriesArtifact());
     return LoadArtifactBytes(d, b.substr(0, b.size() - 100));
   };
-  c["art-trailing-bytes"] = [](const std::string& d) { return LoadArtifactBytes(d, ReadFile(Artifact()) + "junk"); };
+  c["art-trailing-bytes"] = [](const std::string& d) { return LoadArtifactBytes(d, ReadFile(SmallStoriesArtifact()) + "junk"); };
   c["art-format-version"] = [](const std::string& d) {
-    std::string b = ReadFile(Artifact());
+    std::string b = ReadFile(SmallStoriesArtifact());
     b[8] = 2;
     return LoadArtifactBytes(d, b);
   };
   c["art-flipped-program-byte"] = [](const std::string& d) {
-    std::string b = ReadFile(Artifact());
+    std::string b = ReadFile(SmallStoriesArtifact());
     b[300] ^= 0x5a;
     return LoadArtifactBytes(d, b);
   };
   c["art-program-size-lies"] = [](const std::string& d) {
-    return LoadArtifactBytes(d, PatchHeaderU64(ReadFile(Artifact()), 24, uint64_t{1} << 40));
+    return LoadArtifactBytes(d, PatchHeaderU64(ReadFile(SmallStoriesArtifact()), 24, uint64_t{1} << 40));
   };
   c["art-data-size-lies"] = [](const std::string& d) {
-    return LoadArtifactBytes(d, PatchHeaderU64(ReadFile(Artifact()), 40, ~uint64_t{0} - 4095));
+    return LoadArtifactBytes(d, PatchHeaderU64(ReadFile(SmallStoriesArtifact()), 40, ~uint64_t{0} - 4095));
   };
   c["art-weight-bytes-corrupt"] = [](const std::string& d) {
-    std::string b = ReadFile(Artifact());
+    std::string b = ReadFile(SmallStoriesArtifact());
     b[b.size() - 8] ^= 0x01;
     WriteFile(d + "/m.slm", b);
     auto a = io::ArtifactFile::Open(d + "/m.slm");
     return a.ok() ? Outcome((*a)->VerifyConstantHashes()) : a.status().ToString();
   };
-  c["art-is-directory"] = [](const std::string& d) { return LoadRunner(d); };
+  c["art-is-directory"] = [](const std::string& d) { return LoadRunnerOutcome(d); };
   c["art-symlink-loop"] = [](const std::string& d) {
     fs::create_symlink("m.slm", d + "/m.slm");
-    return LoadRunner(d + "/m.slm");
+    return LoadRunnerOutcome(d + "/m.slm");
   };
   // Artifacts: a valid checksum over a lying program.
   c["art-constant-outside-data"] = [](const std::string& d) {
-    return LoadRunner(RewriteArtifact(Artifact(), d + "/m.slm", [](io::ProgramParts& p, auto&, auto&) {
+    return LoadRunnerOutcome(RewriteArtifact(SmallStoriesArtifact(), d + "/m.slm", [](io::ProgramParts& p, auto&, auto&) {
       p.constants[0].offset = uint64_t{1} << 32;
     }));
   };
   c["art-constant-nbytes-lies"] = [](const std::string& d) {
-    return LoadRunner(RewriteArtifact(Artifact(), d + "/m.slm", [](io::ProgramParts& p, auto&, auto&) {
+    return LoadRunnerOutcome(RewriteArtifact(SmallStoriesArtifact(), d + "/m.slm", [](io::ProgramParts& p, auto&, auto&) {
       p.constants[0].nbytes += 64;
     }));
   };
   c["art-constant-dims-overflow"] = [](const std::string& d) {
-    return LoadRunner(RewriteArtifact(Artifact(), d + "/m.slm", [](io::ProgramParts& p, auto&, auto&) {
+    return LoadRunnerOutcome(RewriteArtifact(SmallStoriesArtifact(), d + "/m.slm", [](io::ProgramParts& p, auto&, auto&) {
       p.constants[0].shape = {int64_t{1} << 40, int64_t{1} << 40};
     }));
   };
   c["art-op-input-not-a-value"] = [](const std::string& d) {
-    return LoadRunner(RewriteArtifact(Artifact(), d + "/m.slm", [](auto&, std::vector<graph::Graph>& m, auto&) {
+    return LoadRunnerOutcome(RewriteArtifact(SmallStoriesArtifact(), d + "/m.slm", [](auto&, std::vector<graph::Graph>& m, auto&) {
       m[0].ops[0].inputs[0] = 1000000;
     }));
   };
   c["art-arena-beyond-memory"] = [](const std::string& d) {
-    return LoadRunner(RewriteArtifact(Artifact(), d + "/m.slm", [](auto&, std::vector<graph::Graph>& m, auto&) {
+    return LoadRunnerOutcome(RewriteArtifact(SmallStoriesArtifact(), d + "/m.slm", [](auto&, std::vector<graph::Graph>& m, auto&) {
       m[0].arena_bytes = int64_t{1} << 50;
     }));
   };
   c["art-memory-limit"] = [](const std::string&) {
-    const std::string artifact = Artifact();  // compiled before the limit applies
+    const std::string artifact = SmallStoriesArtifact();  // compiled before the limit applies
     SetMemoryLimitBytes(4096);
-    std::string s = LoadRunner(artifact);
+    std::string s = LoadRunnerOutcome(artifact);
     SetMemoryLimitBytes(0);
     return s;
   };
   c["art-memory-limit-cli"] = [](const std::string& d) {
-    return RunCliWith(d, "", "--memory-limit 4K run " + Artifact() + " --prompt-ids 1 -n 2");
+    return RunCliWith(d, "", "--memory-limit 4K run " + SmallStoriesArtifact() + " --prompt-ids 1 -n 2");
   };
   c["cli-memory-limit-not-a-size"] = [](const std::string& d) {
-    return RunCliWith(d, "", "--memory-limit 12X run " + Artifact() + " --prompt-ids 1 -n 2");
+    return RunCliWith(d, "", "--memory-limit 12X run " + SmallStoriesArtifact() + " --prompt-ids 1 -n 2");
   };
   c["art-metadata-not-json"] = [](const std::string& d) {
-    return LoadRunner(RewriteArtifact(Artifact(), d + "/m.slm", [](auto&, auto&, std::string& m) { m = "{\"contract\": "; }));
+    return LoadRunnerOutcome(RewriteArtifact(SmallStoriesArtifact(), d + "/m.slm", [](auto&, auto&, std::string& m) { m = "{\"contract\": "; }));
   };
   c["art-metadata-wrong-type"] = [](const std::string& d) {
-    return LoadRunner(RewriteMetadata(d, [](json& j) { j["max_context_len"] = "16"; }));
+    return LoadRunnerOutcome(RewriteMetadata(d, [](json& j) { j["max_context_len"] = "16"; }));
   };
   c["art-metadata-contract-version"] = [](const std::string& d) {
-    return LoadRunner(RewriteMetadata(d, [](json& j) { j["version"] = 7; }));
+    return LoadRunnerOutcome(RewriteMetadata(d, [](json& j) { j["version"] = 7; }));
   };
   c["art-metadata-cache-beyond-memory"] = [](const std::string& d) {
-    return LoadRunner(RewriteMetadata(d, [](json& j) {
+    return LoadRunnerOutcome(RewriteMetadata(d, [](json& j) {
       for (json& g : j["cache"]["groups"]) g["cache_len"] = int64_t{1} << 40;
     }));
   };
   c["art-metadata-method-missing"] = [](const std::string& d) {
-    return LoadRunner(RewriteMetadata(d, [](json& j) { j["methods"][0]["name"] = "prefill_999"; }));
+    return LoadRunnerOutcome(RewriteMetadata(d, [](json& j) { j["methods"][0]["name"] = "prefill_999"; }));
   };
   c["art-tokenizer-garbage"] = [](const std::string& d) {
-    return LoadRunner(RewriteArtifact(Artifact(), d + "/m.slm", [](io::ProgramParts& p, auto&, auto&) {
+    return LoadRunnerOutcome(RewriteArtifact(SmallStoriesArtifact(), d + "/m.slm", [](io::ProgramParts& p, auto&, auto&) {
       static const std::string garbage = "\x0a\xff\xff\xff\xff\x0f garbage";
       p.tokenizer_bytes = garbage;
     }));
@@ -582,7 +570,7 @@ class BadInputCatalogue : public ::testing::TestWithParam<Row> {};
 
 TEST_P(BadInputCatalogue, GivesTheDocumentedOutcome) {
   const Row& row = GetParam();
-  const auto cases = Cases();
+  const auto cases = CatalogueCases();
   auto it = cases.find(row.id);
   ASSERT_NE(it, cases.end()) << "docs/bad-inputs.md row '" << row.id << "' has no case in " << __FILE__;
   const std::string dir = MakeTempDir("bad-" + row.id);
@@ -604,7 +592,7 @@ INSTANTIATE_TEST_SUITE_P(Rows, BadInputCatalogue, ::testing::ValuesIn(ReadRows()
 TEST(BadInputCatalogueTable, HasARowForEveryCaseAndAtLeastForty) {
   std::set<std::string> ids;
   for (const Row& r : ReadRows()) EXPECT_TRUE(ids.insert(r.id).second) << "duplicate row " << r.id;
-  for (const auto& [id, fn] : Cases()) EXPECT_TRUE(ids.count(id)) << "case '" << id << "' has no row in docs/bad-inputs.md";
+  for (const auto& [id, fn] : CatalogueCases()) EXPECT_TRUE(ids.count(id)) << "case '" << id << "' has no row in docs/bad-inputs.md";
   EXPECT_GE(ids.size(), 40u);
 }
 

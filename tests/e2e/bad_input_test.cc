@@ -21,21 +21,6 @@ std::string CopyStories() {
   return dir;
 }
 
-// Splits a safetensors file into (header JSON, data section).
-std::pair<nlohmann::json, std::string> SplitSafetensors(const std::string& bytes) {
-  uint64_t n = 0;
-  std::memcpy(&n, bytes.data(), 8);
-  return {nlohmann::json::parse(bytes.substr(8, n)), bytes.substr(8 + n)};
-}
-
-std::string JoinSafetensors(const nlohmann::json& header, const std::string& data) {
-  std::string h = header.dump();
-  uint64_t n = h.size();
-  std::string out(8, '\0');
-  std::memcpy(out.data(), &n, 8);
-  return out + h + data;
-}
-
 void ExpectOneLineError(const CommandResult& r, const std::string& needle) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_LT(r.exit_code, 128) << "crashed: " << r.err;

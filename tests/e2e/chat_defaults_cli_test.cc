@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 
 // Zoo llama with named chat templates, add_eos_token and a generation_config that asks for
 // greedy decoding of 5 new tokens with a repetition penalty.
-std::string Artifact() {
+std::string ChatLlamaArtifact() {
   static const std::string path = [] {
     const std::string dir = MakeTempDir("chat-cli-ckpt");
     for (const fs::directory_entry& e : fs::directory_iterator(SharedDir() + "/models/zoo/llama")) {
@@ -44,16 +44,16 @@ std::string Artifact() {
 }
 
 TEST(ChatDefaultsCli, RunTakesMaxNewTokensFromGenerationConfigUnlessGivenOnTheCommandLine) {
-  CommandResult d = RunCli("run " + Artifact() + " --prompt-ids 1,5,9 --ignore-eos --json");
+  CommandResult d = RunCli("run " + ChatLlamaArtifact() + " --prompt-ids 1,5,9 --ignore-eos --json");
   ASSERT_EQ(d.exit_code, 0) << d.err;
   EXPECT_EQ(json::parse(d.out)["generated_ids"].size(), 5u);
-  CommandResult n = RunCli("run " + Artifact() + " --prompt-ids 1,5,9 --ignore-eos --json -n 2");
+  CommandResult n = RunCli("run " + ChatLlamaArtifact() + " --prompt-ids 1,5,9 --ignore-eos --json -n 2");
   ASSERT_EQ(n.exit_code, 0) << n.err;
   EXPECT_EQ(json::parse(n.out)["generated_ids"].size(), 2u);
 }
 
 TEST(ChatDefaultsCli, InspectSummarisesTemplatesSpecialIdsAndGenerationDefaults) {
-  CommandResult r = RunCli("inspect " + Artifact());
+  CommandResult r = RunCli("inspect " + ChatLlamaArtifact());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("pad_id null"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("add_eos true (appends [2])"), std::string::npos) << r.out;
@@ -62,13 +62,13 @@ TEST(ChatDefaultsCli, InspectSummarisesTemplatesSpecialIdsAndGenerationDefaults)
 }
 
 TEST(ChatDefaultsCli, TokenizeAddSpecialOnTheArtifactAppendsEos) {
-  CommandResult r = RunCli("tokenize " + Artifact() + " --add-special --json hello");
+  CommandResult r = RunCli("tokenize " + ChatLlamaArtifact() + " --add-special --json hello");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::vector<int> ids = json::parse(r.out)["ids"].get<std::vector<int>>();
   ASSERT_GE(ids.size(), 3u);
   EXPECT_EQ(ids.front(), 1);
   EXPECT_EQ(ids.back(), 2);
-  CommandResult plain = RunCli("tokenize " + Artifact() + " --json hello");
+  CommandResult plain = RunCli("tokenize " + ChatLlamaArtifact() + " --json hello");
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   EXPECT_EQ(json::parse(plain.out)["ids"].size() + 2, ids.size());
 }

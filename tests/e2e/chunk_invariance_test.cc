@@ -66,7 +66,7 @@ TEST_P(ChunkInvariance, PrefillMatchesTheOneTokenPath) {
   EXPECT_EQ(report.decode_calls, tail_prefilled ? 0 : tail);
 }
 
-std::vector<ChunkCase> AllCases() {
+std::vector<ChunkCase> ChunkCases() {
   std::vector<ChunkCase> cases;
   for (int64_t step : {8, 32}) {
     for (int64_t len : {1, 7, 31, 32, 33, 100}) {
@@ -77,7 +77,7 @@ std::vector<ChunkCase> AllCases() {
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(Stories260K, ChunkInvariance, ::testing::ValuesIn(AllCases()),
+INSTANTIATE_TEST_SUITE_P(Stories260K, ChunkInvariance, ::testing::ValuesIn(ChunkCases()),
                          [](const auto& info) {
                            return "step" + std::to_string(info.param.step) + "_len" + std::to_string(info.param.prompt_len) +
                                   (info.param.tail == llm::TailPolicy::kPad ? "_pad" : "_decode");

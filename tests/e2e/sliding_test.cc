@@ -61,7 +61,7 @@ struct SlidingCase {
   model::SlidingMode mode;
 };
 
-std::string CaseName(const ::testing::TestParamInfo<SlidingCase>& info) {
+std::string SlidingCaseName(const ::testing::TestParamInfo<SlidingCase>& info) {
   return "window" + std::to_string(info.param.window) + "_step" + std::to_string(info.param.step) +
          (info.param.mode == model::SlidingMode::kRing ? "_ring" : "_fulllength");
 }
@@ -109,7 +109,7 @@ TEST_P(SlidingWindow, ChunkedPrefillMatchesTheOneTokenPathAcrossRingWraps) {
               model::SlidingModeName(c.mode), worst);
 }
 
-std::vector<SlidingCase> Cases() {
+std::vector<SlidingCase> SlidingCases() {
   std::vector<SlidingCase> cases;
   for (int64_t w : {8, 11, 16}) {
     for (int64_t step : {8, 32}) {
@@ -121,7 +121,7 @@ std::vector<SlidingCase> Cases() {
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(Mistral, SlidingWindow, ::testing::ValuesIn(Cases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(Mistral, SlidingWindow, ::testing::ValuesIn(SlidingCases()), SlidingCaseName);
 
 // Greedy generation from the same prompt gives the same tokens in both modes, and the window
 // matters (turning it off changes them), so the comparison can fail.

@@ -8,7 +8,6 @@
 namespace slm::testing {
 namespace {
 
-std::string Stories() { return SharedDir() + "/models/stories260K"; }
 std::string Golden() { return SharedDir() + "/golden/stories260K"; }
 
 std::vector<int32_t> ReadIds(const std::string& path) {

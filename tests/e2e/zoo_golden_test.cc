@@ -30,7 +30,7 @@ void PrintTo(const ZooCase& c, std::ostream* os) {
   *os << c.family << " step " << c.step << " sliding " << model::SlidingModeName(c.sliding);
 }
 
-std::string CaseName(const ::testing::TestParamInfo<ZooCase>& info) {
+std::string ZooCaseName(const ::testing::TestParamInfo<ZooCase>& info) {
   return info.param.family + "_step" + std::to_string(info.param.step) +
          (info.param.sliding == model::SlidingMode::kFullLength ? "_fulllength" : "");
 }
@@ -154,7 +154,7 @@ TEST_P(ZooGolden, LogitsAndGreedyTokensMatchTransformers) {
               static_cast<long long>(c.step), model::SlidingModeName(c.sliding), d.last, d.steps);
 }
 
-std::vector<ZooCase> AllCases() {
+std::vector<ZooCase> ZooCases() {
   std::vector<ZooCase> cases;
   for (const char* f : {"llama", "llama2", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "phi4mini"}) {
     for (int64_t step : {1, 8, 32}) cases.push_back({f, step});
@@ -166,7 +166,7 @@ std::vector<ZooCase> AllCases() {
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(Zoo, ZooGolden, ::testing::ValuesIn(AllCases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(Zoo, ZooGolden, ::testing::ValuesIn(ZooCases()), ZooCaseName);
 
 // ---- BF16 checkpoints ------------------------------------------------------------------------
 //

@@ -54,8 +54,8 @@ std::string BuildSafetensors(const std::vector<FakeTensor>& tensors) {
   return Frame(text, data);
 }
 
-// A fresh directory per test; Write() returns the path of the file it wrote.
-class TempDir {
+// A fresh directory per test for checkpoint files; Write() returns the path of the file it wrote.
+class CheckpointDir {
  public:
   std::string Write(const std::string& name, const std::string& contents) const {
     const std::string p = path_ + "/" + name;
@@ -82,7 +82,7 @@ class SafetensorsTest : public ::testing::Test {
     return OpenBad(Frame(json{{"w", entry}}.dump(), std::string(data_bytes, '\0')));
   }
 
-  TempDir dir_;
+  CheckpointDir dir_;
 };
 
 std::vector<float> ReadF32(const TensorInfo& t) {

@@ -23,9 +23,8 @@ namespace {
 
 using testing::AllNear;
 using testing::AttentionShape;
+using testing::kInf;
 using testing::RandomFloats;
-
-constexpr float kInf = std::numeric_limits<float>::infinity();
 
 // Quantized inputs: this call's rows and the caches, each with its per-(row, head) scales.
 struct Q8Inputs {

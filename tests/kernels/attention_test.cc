@@ -19,8 +19,7 @@ namespace {
 
 using testing::AllNear;
 using testing::AttentionShape;
-
-constexpr float kInf = std::numeric_limits<float>::infinity();
+using testing::kInf;
 
 struct Inputs {
   AttentionShape s;

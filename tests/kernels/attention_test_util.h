@@ -48,7 +48,6 @@ inline AttentionRows RandomAttentionRows(const AttentionShape& s, uint32_t seed,
 // 10% of the others carrying a finite bias (-1.5), and row 0 fully hidden when `empty_row0`.
 inline std::vector<float> RandomAttentionMask(const AttentionShape& s, uint32_t seed,
                                               double hidden, bool empty_row0) {
-  constexpr float kInf = std::numeric_limits<float>::infinity();
   const int64_t cols = s.L + s.T;
   std::vector<float> mask(size_t(s.T * cols), 0.0f);
   std::mt19937 rng(seed);

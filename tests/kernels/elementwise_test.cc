@@ -19,10 +19,8 @@ namespace slm::kernels {
 namespace {
 
 using testing::AllNear;
+using testing::kLengths;
 using testing::RandomFloats;
-
-// Lengths around every vector width (1, 4, 8, 16 lanes) and a few larger ones.
-const int64_t kLengths[] = {1, 2, 3, 7, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129, 255, 257, 4099};
 
 // Random values plus the extremes where exp/tanh saturate or underflow.
 std::vector<float> TestValues(int64_t n, uint32_t seed, float scale) {

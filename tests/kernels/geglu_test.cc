@@ -14,10 +14,8 @@ namespace slm::kernels {
 namespace {
 
 using testing::AllNear;
+using testing::kLengths;
 using testing::RandomFloats;
-
-// Lengths around every vector width (1, 4, 8, 16 lanes) and a few larger ones.
-const int64_t kLengths[] = {1, 2, 3, 7, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129, 255, 257, 4099};
 
 class GeGluTest : public testing::PerTargetTest {};
 

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -14,6 +15,12 @@
 #include "kernels/kernels.h"
 
 namespace slm::kernels::testing {
+
+inline constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// Lengths around every vector width (1, 4, 8, 16 lanes) and a few larger ones.
+inline constexpr int64_t kLengths[] = {1,  2,  3,  7,   15,  16,  17,  31,  33,
+                                       63, 64, 65, 127, 129, 255, 257, 4099};
 
 inline std::vector<float> RandomFloats(size_t n, uint32_t seed, float scale = 1.0f) {
   std::mt19937 rng(seed);

@@ -34,10 +34,6 @@ std::vector<float> DecodeOnly(std::span<const int32_t> tokens) {
   return last;
 }
 
-bool BitEqual(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
 TEST(SessionPrefill, CoversThePromptWithTheLargestStepsThatFit) {
   auto s = Open(TailPolicy::kDecode);
   ASSERT_TRUE(s);

@@ -69,10 +69,6 @@ std::unique_ptr<Session> OpenOrDie(const std::string& artifact, TailPolicy p = T
   return s.ok() ? std::move(s).value() : nullptr;
 }
 
-bool BitEqual(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
 // Logits after feeding `tokens` into a fresh session.
 std::vector<float> FreshLogits(const std::string& artifact, std::span<const int32_t> tokens) {
   auto s = OpenOrDie(artifact);
@@ -377,3 +373,5 @@ TEST(SessionAllocatorLifetime, BuffersLiveAsLongAsTheSessionAndAreFreedExactlyOn
 
 }  // namespace
 }  // namespace slm::testing
+
+#undef SLM_TEST_ASAN  // file-local: unity builds concatenate the test files

@@ -76,6 +76,11 @@ inline std::string SmallArtifact() {
   return CompiledArtifact(SharedDir() + "/models/stories260K", {4, 16}, 64);
 }
 
+// Same size and the same bits (NaNs and signed zeros included).
+inline bool BitEqual(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
 inline std::vector<int32_t> TestTokens(int64_t n, int64_t vocab, uint32_t seed = 7) {
   std::vector<int32_t> ids = {1};
   uint32_t x = seed;

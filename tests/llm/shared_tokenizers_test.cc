@@ -10,11 +10,12 @@
 #include "core/mapped_file.h"
 #include "llm/tokenizer_factory.h"
 #include "llm/utf8_stream.h"
+#include "test_util.h"
 
 namespace slm::llm {
 namespace {
 
-const std::string kDir = std::string(SLM_SHARED_DIR) + "/tokenizers/";
+using slm::testing::TokenizersDir;
 
 struct Vectors {
   std::vector<std::string> texts;
@@ -24,7 +25,7 @@ struct Vectors {
 // .inp: each text followed by "\n__ggml_vocab_test__\n"; .out: one line of ids per text.
 Vectors ReadVectors(const std::string& name) {
   Vectors v;
-  const std::string base = kDir + name + "/ggml-vocab-" + name + ".gguf";
+  const std::string base = TokenizersDir() + name + "/ggml-vocab-" + name + ".gguf";
   auto inp = ReadFileToString(base + ".inp");
   auto out = ReadFileToString(base + ".out");
   EXPECT_TRUE(inp.ok() && out.ok()) << base;
@@ -79,7 +80,7 @@ std::string Stream(const Tokenizer& tok, const std::vector<int32_t>& ids, Utf8St
 
 TEST_P(SharedTokenizerTest, ReproducesHuggingFaceIdsAndDecodesBack) {
   const Case& c = GetParam();
-  const std::string path = kDir + c.vocab + (c.path.empty() ? "" : "/" + c.path);
+  const std::string path = TokenizersDir() + c.vocab + (c.path.empty() ? "" : "/" + c.path);
   auto bundle = LoadTokenizerBundle(path);
   ASSERT_TRUE(bundle.ok()) << bundle.status().ToString();
   EXPECT_EQ(bundle->kind, c.kind);
@@ -93,7 +94,9 @@ TEST_P(SharedTokenizerTest, ReproducesHuggingFaceIdsAndDecodesBack) {
     EXPECT_EQ(*ids, v.ids[i]) << c.vocab << " text " << i << ": '" << v.texts[i] << "'";
     matched += *ids == v.ids[i];
     const std::string decoded = tok.Decode(v.ids[i]);
-    if (c.lossless) EXPECT_EQ(decoded, v.texts[i]) << c.vocab << " text " << i;
+    if (c.lossless) {
+      EXPECT_EQ(decoded, v.texts[i]) << c.vocab << " text " << i;
+    }
     // Streaming (DecodeToken through a UTF-8 stream decoder) gives the full decode.
     EXPECT_EQ(Stream(tok, v.ids[i], Utf8StreamDecoder::Replacement::kPerByte), decoded) << c.vocab << " text " << i;
   }

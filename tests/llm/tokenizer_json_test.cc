@@ -21,8 +21,7 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using nlohmann::json;
-
-const std::string kDir = std::string(SLM_SHARED_DIR) + "/tokenizers/";
+using slm::testing::TokenizersDir;
 
 // A tiny byte-free BPE: characters a b c ▁ and x, merges a+b, ab+c.
 json TinyTokenizer() {
@@ -149,7 +148,7 @@ TEST(TokenizerJsonTest, MergeNamingAMissingTokenIsAParseError) {
 }
 
 TEST(TokenizerJsonTest, InvalidUtf8InputIsRejected) {
-  auto t = LoadTokenizer(kDir + "gpt-2/tokenizer.json");
+  auto t = LoadTokenizer(TokenizersDir() + "gpt-2/tokenizer.json");
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   auto ids = (*t)->Encode("ab\xFF");
   ASSERT_FALSE(ids.ok());
@@ -157,7 +156,7 @@ TEST(TokenizerJsonTest, InvalidUtf8InputIsRejected) {
 }
 
 TEST(TokenizerJsonTest, ByteLevelStreamingHoldsSplitCharactersUntilComplete) {
-  auto t = LoadTokenizer(kDir + "gpt-2/tokenizer.json");
+  auto t = LoadTokenizer(TokenizersDir() + "gpt-2/tokenizer.json");
   ASSERT_TRUE(t.ok());
   auto ids = (*t)->Encode("🦙");  // several byte-level tokens for one character
   ASSERT_TRUE(ids.ok());
@@ -167,24 +166,24 @@ TEST(TokenizerJsonTest, ByteLevelStreamingHoldsSplitCharactersUntilComplete) {
 }
 
 TEST(TokenizerFactoryTest, AddSpecialFollowsEachTokenizersConfig) {
-  auto llama3 = LoadTokenizerBundle(kDir + "llama-bpe");
+  auto llama3 = LoadTokenizerBundle(TokenizersDir() + "llama-bpe");
   ASSERT_TRUE(llama3.ok()) << llama3.status().ToString();
   EXPECT_THAT(llama3->add_special.prefix, ElementsAre(128000));
   EXPECT_EQ(llama3->tokenizer->eos_id(), 128001);
-  auto llama2 = LoadTokenizerBundle(kDir + "llama-spm/tokenizer.json");
+  auto llama2 = LoadTokenizerBundle(TokenizersDir() + "llama-spm/tokenizer.json");
   ASSERT_TRUE(llama2.ok());
   EXPECT_THAT(llama2->add_special.prefix, ElementsAre(1));
-  auto phi3 = LoadTokenizerBundle(kDir + "phi-3");
+  auto phi3 = LoadTokenizerBundle(TokenizersDir() + "phi-3");
   ASSERT_TRUE(phi3.ok());
   EXPECT_TRUE(phi3->add_special.prefix.empty());  // add_bos_token: false
-  auto qwen2 = LoadTokenizerBundle(kDir + "qwen2");
+  auto qwen2 = LoadTokenizerBundle(TokenizersDir() + "qwen2");
   ASSERT_TRUE(qwen2.ok());
   EXPECT_TRUE(qwen2->add_special.prefix.empty());
   EXPECT_EQ(qwen2->tokenizer->eos_id(), 151643);
 }
 
 TEST(TokenizerFactoryTest, DirectoryPrefersTokenizerJson) {
-  auto gpt2 = LoadTokenizerBundle(kDir + "gpt-2");
+  auto gpt2 = LoadTokenizerBundle(TokenizersDir() + "gpt-2");
   ASSERT_TRUE(gpt2.ok());
   EXPECT_EQ(gpt2->kind, "hf_tokenizer_json");
   EXPECT_TRUE(LooksLikeTiktoken("IQ== 0\nIg== 1\n"));
@@ -194,18 +193,18 @@ TEST(TokenizerFactoryTest, DirectoryPrefersTokenizerJson) {
 TEST(TokenizerFactoryTest, PackedCheckpointTokenizersLoadBackWithTheSameIds) {
   const std::string text = "Hello world, 1234 <|im_end|> ünïcode 🦙";
   for (const char* name : {"qwen2", "llama-bpe", "phi-3", "falcon"}) {
-    auto packed = PackCheckpointTokenizer(kDir + name);
+    auto packed = PackCheckpointTokenizer(TokenizersDir() + name);
     ASSERT_TRUE(packed.ok()) << packed.status().ToString();
     ASSERT_TRUE(packed->has_value()) << name;
-    auto direct = LoadTokenizer(kDir + name);
+    auto direct = LoadTokenizer(TokenizersDir() + name);
     auto embedded = LoadEmbeddedTokenizer((*packed)->kind, (*packed)->bytes, "test");
     ASSERT_TRUE(direct.ok() && embedded.ok()) << name;
     EXPECT_EQ(*(*direct)->Encode(text), *embedded->tokenizer->Encode(text)) << name;
   }
-  auto qwen2 = PackCheckpointTokenizer(kDir + "qwen2");
+  auto qwen2 = PackCheckpointTokenizer(TokenizersDir() + "qwen2");
   EXPECT_EQ((*qwen2)->kind, "bpe_vocab_merges");
   EXPECT_FALSE((*qwen2)->adds_bos);
-  auto llama3 = PackCheckpointTokenizer(kDir + "llama-bpe");
+  auto llama3 = PackCheckpointTokenizer(TokenizersDir() + "llama-bpe");
   EXPECT_EQ((*llama3)->kind, "tiktoken");
   EXPECT_TRUE((*llama3)->adds_bos);
 }
@@ -235,8 +234,8 @@ TEST(TokenizerFactoryTest, CompiledArtifactEmbedsTheCheckpointsTiktokenTokenizer
   fs::create_symlink(stories / "config.json", fs::path(dir) / "config.json");
   fs::create_symlink(stories / "model.safetensors", fs::path(dir) / "model.safetensors");
   fs::create_directory(fs::path(dir) / "original");
-  fs::create_symlink(kDir + "llama-bpe/original/tokenizer.model", fs::path(dir) / "original" / "tokenizer.model");
-  fs::create_symlink(kDir + "llama-bpe/tokenizer_config.json", fs::path(dir) / "tokenizer_config.json");
+  fs::create_symlink(TokenizersDir() + "llama-bpe/original/tokenizer.model", fs::path(dir) / "original" / "tokenizer.model");
+  fs::create_symlink(TokenizersDir() + "llama-bpe/tokenizer_config.json", fs::path(dir) / "tokenizer_config.json");
   const std::string artifact = dir + "/model.slm";
   model::CompileOptions options;
   options.max_context_len = 64;

@@ -11,6 +11,7 @@
 #include "model/graph_builder.h"
 #include "model/model_spec.h"
 #include "model/rope.h"
+#include "model_spec_test_util.h"
 #include "test_util.h"
 
 namespace slm::model {
@@ -19,6 +20,7 @@ namespace {
 using nlohmann::json;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using slm::testing::ParseError;
 
 const std::string kZoo = slm::testing::SharedDir() + "/models/zoo";
 const std::string kGolden = slm::testing::SharedDir() + "/golden/zoo";
@@ -33,12 +35,6 @@ json Golden(const std::string& family) {
   auto j = io::ReadJsonFile(kGolden + "/" + family + ".json");
   EXPECT_TRUE(j.ok()) << j.status().ToString();
   return j.ok() ? *j : json::object();
-}
-
-Status ParseError(const json& config) {
-  auto spec = ParseModelSpec(config, "test/config.json");
-  EXPECT_FALSE(spec.ok()) << "accepted " << config.dump();
-  return spec.ok() ? Status::Ok() : spec.status();
 }
 
 json ZooConfig(const std::string& family) {

@@ -21,8 +21,9 @@ namespace {
 using nlohmann::json;
 
 constexpr int64_t kSwitch = 16;
-const std::vector<int32_t> kTokens = {1,  17, 300, 42, 5,  99, 250, 7,  3,   480, 11, 64,
-                                      77, 8,  123, 9,  45, 67, 89,  10, 200, 31,  2,  500};
+const std::vector<int32_t> kTokensAcrossSwitch = {1,  17,  300, 42, 5,  99, 250, 7,
+                                                  3,  480, 11,  64, 77, 8,  123, 9,
+                                                  45, 67,  89,  10, 200, 31, 2,  500};
 
 enum class Factors { kAsIs, kBothLong, kBothShort };
 
@@ -53,14 +54,14 @@ std::unique_ptr<llm::Runner> Load(Factors f, int64_t step) {
 // One decode call per token: logits [n, vocab].
 std::vector<float> DecodeAll(llm::Runner& r, size_t n) {
   std::vector<float> last(r.metadata().vocab_size), all;
-  Status st = r.session().FeedDecodeOnly(std::span<const int32_t>(kTokens).first(n), last, &all);
+  Status st = r.session().FeedDecodeOnly(std::span<const int32_t>(kTokensAcrossSwitch).first(n), last, &all);
   EXPECT_TRUE(st.ok()) << st.ToString();
   return all;
 }
 
 std::vector<float> FeedLast(llm::Runner& r, size_t n) {
   std::vector<float> last(r.metadata().vocab_size);
-  Status st = r.session().Feed(std::span<const int32_t>(kTokens).first(n), last);
+  Status st = r.session().Feed(std::span<const int32_t>(kTokensAcrossSwitch).first(n), last);
   EXPECT_TRUE(st.ok()) << st.ToString();
   return last;
 }
@@ -76,13 +77,13 @@ TEST(LongRopeSwitch, OneTokenCallsSwitchTablesAtOriginalMaxPosition) {
   auto as_is = Load(Factors::kAsIs, 8), short_only = Load(Factors::kBothShort, 8);
   ASSERT_TRUE(as_is && short_only);
   const size_t V = static_cast<size_t>(as_is->metadata().vocab_size);
-  const std::vector<float> got = DecodeAll(*as_is, kTokens.size());
-  const std::vector<float> below = DecodeAll(*short_only, kTokens.size());
+  const std::vector<float> got = DecodeAll(*as_is, kTokensAcrossSwitch.size());
+  const std::vector<float> below = DecodeAll(*short_only, kTokensAcrossSwitch.size());
   // Identical tables below the switch: bit-identical logits.
   EXPECT_EQ(MaxDiff(got.data(), below.data(), kSwitch * V), 0.0f);
   // From position 16 the long factors rotate the new keys/queries: the logits move.
   float past = 0;
-  for (size_t p = kSwitch; p < kTokens.size(); ++p) past = std::max(past, MaxDiff(&got[p * V], &below[p * V], V));
+  for (size_t p = kSwitch; p < kTokensAcrossSwitch.size(); ++p) past = std::max(past, MaxDiff(&got[p * V], &below[p * V], V));
   std::printf("[ longrope ] max |Δlogit| long vs short table past the switch: %.3g\n", past);
   EXPECT_GT(past, 1e-3f);
 }
@@ -120,8 +121,8 @@ TEST(LongRopeSwitch, ChunkedPrefillAlignedWithTheSwitchAgreesWithOneTokenPath) {
   // Straddling: 12 tokens (calls 0..7, 8..11 padded: short), then one call 12..19 (long for all).
   r->session().Reset();
   std::vector<float> last(V);
-  ASSERT_TRUE(r->session().Feed(std::span<const int32_t>(kTokens).first(12), last).ok());
-  ASSERT_TRUE(r->session().Feed(std::span<const int32_t>(kTokens).subspan(12, 8), last).ok());
+  ASSERT_TRUE(r->session().Feed(std::span<const int32_t>(kTokensAcrossSwitch).first(12), last).ok());
+  ASSERT_TRUE(r->session().Feed(std::span<const int32_t>(kTokensAcrossSwitch).subspan(12, 8), last).ok());
   EXPECT_GT(MaxDiff(last.data(), &one_token[19 * V], V), 1e-4f)
       << "rows 12..15 of the straddling call must use the long table, unlike the one-token path";
 }

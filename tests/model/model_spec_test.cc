@@ -6,6 +6,7 @@
 #include <string>
 
 #include "io/safetensors.h"
+#include "model_spec_test_util.h"
 #include "test_util.h"
 
 namespace slm::model {
@@ -14,6 +15,7 @@ namespace {
 using nlohmann::json;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using slm::testing::ParseError;
 
 const std::string kModels = slm::testing::SharedDir() + "/models";
 
@@ -31,12 +33,6 @@ json MinimalLlamaConfig() {
           {"num_hidden_layers", 2},
           {"num_attention_heads", 4},
           {"vocab_size", 100}};
-}
-
-Status ParseError(const json& config) {
-  auto spec = ParseModelSpec(config, "test/config.json");
-  EXPECT_FALSE(spec.ok()) << "accepted " << config.dump();
-  return spec.ok() ? Status::Ok() : spec.status();
 }
 
 // --- the shared checkpoints ------------------------------------------------------------------

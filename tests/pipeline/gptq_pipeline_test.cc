@@ -5,12 +5,14 @@
 #include <filesystem>
 
 #include "pipeline/pipeline.h"
+#include "pipeline_test_util.h"
 #include "test_util.h"
 
 namespace slm::pipeline {
 namespace {
 namespace fs = std::filesystem;
 using slm::testing::MakeTempDir;
+using slm::testing::Quiet;
 using slm::testing::ReadFile;
 using slm::testing::ReadJson;
 using slm::testing::SourceDir;
@@ -25,12 +27,6 @@ ConfigDoc GptqConfig(const std::string& artifact_dir, const std::string& method)
   d.root["stages"]["inference"]["enabled"] = false;
   d.root["stages"]["evaluation"]["enabled"] = false;
   return d;
-}
-
-RunOptions Quiet() {
-  RunOptions o;
-  o.progress = false;
-  return o;
 }
 
 std::string StatusOf(const RunReport& r, StageId id) {

@@ -16,12 +16,14 @@
 #include "llm/evaluation.h"
 #include "llm/runner.h"
 #include "pipeline/pipeline.h"
+#include "pipeline_test_util.h"
 #include "test_util.h"
 
 namespace slm::pipeline {
 namespace {
 namespace fs = std::filesystem;
 using slm::testing::MakeTempDir;
+using slm::testing::Quiet;
 using slm::testing::ReadFile;
 using slm::testing::ReadJson;
 using slm::testing::SourceDir;
@@ -37,12 +39,6 @@ ConfigDoc DemoConfig(const std::string& artifact_dir, int64_t max_new_tokens = 2
   d.root["stages"]["evaluation"]["evaluator"]["options"]["max_tokens"] = 200;
   d.root["stages"]["evaluation"]["evaluator"]["options"]["compare_tokens"] = 48;
   return d;
-}
-
-RunOptions Quiet() {
-  RunOptions o;
-  o.progress = false;
-  return o;
 }
 
 std::map<std::string, std::string> Statuses(const RunReport& r) {

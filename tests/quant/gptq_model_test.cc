@@ -19,8 +19,6 @@
 namespace slm::testing {
 namespace {
 
-std::string Stories() { return SharedDir() + "/models/stories260K"; }
-
 // The sample text split at a line break near the middle: calibration | evaluation.
 std::pair<std::string, std::string> SplitSample() {
   auto text = ReadFileToString(SharedDir() + "/data/tinystories-sample/tinystories_sample.txt");
@@ -73,12 +71,13 @@ TEST(CalibrationStatsTest, EveryLinearWeightOfStories260KGetsStatisticsSharedBet
 
 // Held-out quality of one artifact against the f32 one, on the first 128 tokens of the
 // evaluation half (one window: fast, and the same tokens for every artifact).
-struct Quality {
+struct HeldOutQuality {
   double ppl = NAN, logits_sqnr_db = NAN, top1 = NAN;
 };
 
-Quality Measure(const std::string& artifact, const std::string& reference, const std::string& text) {
-  Quality q;
+HeldOutQuality MeasureHeldOut(const std::string& artifact, const std::string& reference,
+                              const std::string& text) {
+  HeldOutQuality q;
   auto cand = llm::Runner::Load(artifact);
   auto ref = llm::Runner::Load(reference);
   EXPECT_TRUE(cand.ok() && ref.ok());
@@ -100,7 +99,7 @@ Quality Measure(const std::string& artifact, const std::string& reference, const
 }
 
 struct Comparison {
-  Quality f32, rtn, gptq;
+  HeldOutQuality f32, rtn, gptq;
 };
 
 // f32, RTN and GPTQ artifacts of stories260K in `scheme`; GPTQ calibrated on the first half of
@@ -115,7 +114,7 @@ Comparison Compare(const std::string& scheme) {
     EXPECT_TRUE(model::CompileCheckpoint(Stories(), path, Options()).ok());
     return path;
   }();
-  static const Quality f32_quality = Measure(f32, f32, eval);
+  static const HeldOutQuality f32_quality = MeasureHeldOut(f32, f32, eval);
   static const std::optional<quant::CalibrationStats> stats = [&]() -> std::optional<quant::CalibrationStats> {
     auto prepared = model::PrepareCompile(Stories(), Options());
     EXPECT_TRUE(prepared.ok());
@@ -156,8 +155,8 @@ Comparison Compare(const std::string& scheme) {
     EXPECT_EQ(t.output_sqnr_db, t.rtn_output_sqnr_db) << t.name;
   }
   c.f32 = f32_quality;
-  c.rtn = Measure(dir + "/rtn.slm", f32, eval);
-  c.gptq = Measure(dir + "/gptq.slm", f32, eval);
+  c.rtn = MeasureHeldOut(dir + "/rtn.slm", f32, eval);
+  c.gptq = MeasureHeldOut(dir + "/gptq.slm", f32, eval);
   std::printf("[ GPTQ ] stories260K %s, 128 held-out tokens: ppl f32 %.4f | rtn %.4f (%+.2f%%) logits SQNR %.2f dB "
               "top-1 %.1f%% | gptq %.4f (%+.2f%%) logits SQNR %.2f dB top-1 %.1f%%\n",
               scheme.c_str(), c.f32.ppl, c.rtn.ppl, 100 * (c.rtn.ppl / c.f32.ppl - 1), c.rtn.logits_sqnr_db,

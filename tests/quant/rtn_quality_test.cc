@@ -18,9 +18,7 @@
 namespace slm::testing {
 namespace {
 
-std::string Stories() { return SharedDir() + "/models/stories260K"; }
-
-struct Quality {
+struct SampleQuality {
   double ppl = NAN, logits_sqnr_db = NAN, last_layer_sqnr_db = NAN, top1 = NAN;
 };
 
@@ -31,8 +29,8 @@ double MeanSqnrDb(const std::vector<double>& db) {
   return -10.0 * std::log10(noise / double(db.size()));
 }
 
-Quality Measure(const std::string& artifact, const std::string& reference) {
-  Quality q;
+SampleQuality MeasureOnSample(const std::string& artifact, const std::string& reference) {
+  SampleQuality q;
   auto text = ReadFileToString(SharedDir() + "/data/tinystories-sample/tinystories_sample.txt");
   auto cand = llm::Runner::Load(artifact);
   auto ref = llm::Runner::Load(reference);
@@ -66,7 +64,7 @@ const std::string& F32() {
   return path;
 }
 
-Quality Rtn(const std::string& scheme, bool clip_search = true) {
+SampleQuality Rtn(const std::string& scheme, bool clip_search = true) {
   quant::QuantConfig qc;
   qc.linear = *quant::ParseScheme(scheme);
   qc.clip_search = clip_search;
@@ -77,7 +75,7 @@ Quality Rtn(const std::string& scheme, bool clip_search = true) {
   auto r = quant::CompileQuantized(Stories(), path, opt, qc, {});
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   if (!r.ok()) return {};
-  const Quality q = Measure(path, F32());
+  const SampleQuality q = MeasureOnSample(path, F32());
   std::printf("[ RTN ] stories260K %s%s, whole sample: ppl %.4f | logits SQNR %.2f dB | last layer %.2f dB | top-1 %.1f%%\n",
               scheme.c_str(), clip_search ? "" : " (min/max ranges)", q.ppl, q.logits_sqnr_db, q.last_layer_sqnr_db,
               100 * q.top1);
@@ -86,7 +84,7 @@ Quality Rtn(const std::string& scheme, bool clip_search = true) {
 
 double F32Perplexity() {
   static const double ppl = [] {
-    const Quality q = Measure(F32(), F32());
+    const SampleQuality q = MeasureOnSample(F32(), F32());
     std::printf("[ RTN ] stories260K f32, whole sample: ppl %.4f\n", q.ppl);
     return q.ppl;
   }();
@@ -108,7 +106,7 @@ TEST(RtnQualityTest, Asymmetric8da4wG32PerplexityOfStories260KIsWithinEightPerce
 TEST(RtnQualityTest, SearchedInt4RangesTrackF32BetterThanMinMaxOnStories260K) {
   for (const char* scheme : {"8da4w-g32", "8da4w-g32-asym"}) {
     SCOPED_TRACE(scheme);
-    const Quality searched = Rtn(scheme), minmax = Rtn(scheme, /*clip_search=*/false);
+    const SampleQuality searched = Rtn(scheme), minmax = Rtn(scheme, /*clip_search=*/false);
     EXPECT_GT(searched.last_layer_sqnr_db, minmax.last_layer_sqnr_db + 0.15);
     EXPECT_GT(searched.logits_sqnr_db, minmax.logits_sqnr_db);
   }
