@@ -48,6 +48,7 @@ BENCHMARK(BM_MatMulF32)
     ->Args({1, 2048, 8192})
     ->Args({32, 2048, 2048})
     ->Args({128, 2048, 2048})
+    ->Args({128, 8192, 2048})
     ->Args({1, 512, 512})
     ->Args({32, 512, 512})
     ->Unit(benchmark::kMicrosecond);

@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "hwy/highway.h"
+#include "kernels/matmul_panel-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace slm::kernels::HWY_NAMESPACE {
@@ -99,6 +100,11 @@ inline void MatMulF32Columns(const float* x, const float* w, const float* bias, 
                              int64_t K, int64_t N, int64_t n_begin, int64_t n_end) {
   const size_t rows4 = size_t(R) / 4 * 4;
   const size_t k = size_t(K), n = size_t(N), nb = size_t(n_begin), ne = size_t(n_end);
+  if (size_t(R) >= PanelWidth()) {
+    PanelProduct(x, bias, y, size_t(R), k, n, nb, ne, w, k * sizeof(float),
+                 [&](size_t row, size_t) { return w + row * k; });
+    return;
+  }
   MatMulRows<4, kFourRowTileCols>(x, w, bias, y, k, n, 0, rows4, nb, ne);
   switch (size_t(R) - rows4) {  // leftover rows as one block of 1..3 rows
     case 1: MatMulRows<1, kOneRowTileCols>(x, w, bias, y, k, n, rows4, rows4 + 1, nb, ne); break;

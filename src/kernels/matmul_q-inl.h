@@ -4,9 +4,10 @@
 // Weight-only (f32 activations):
 //  - R < 4 (decode): each weight row is streamed once and dequantized in registers (int → f32
 //    convert, then FMA), kN rows at a time for independent FMA chains. Memory-bound by design.
-//  - R >= 4 (prefill): a slab of kSlab weight rows is dequantized once into a per-thread f32
-//    buffer and multiplied with all R rows by the f32 tile kernel of matmul-inl.h, so the
-//    dequantization cost is divided by R and the inner loop is the f32 GEMM's.
+//  - R >= 4 (prefill): a slab of weight rows is dequantized once into a per-thread f32 buffer
+//    and multiplied with all R rows by the f32 kernels (the panel GEMM of matmul_panel-inl.h
+//    from PanelWidth() rows on, the tiles of matmul-inl.h below), so the dequantization cost is
+//    divided by R and the inner loop is the f32 GEMM's.
 // Dynamic (int8 activations): exact int32 dot products with int16 widening multiply-adds
 // (ReorderWidenMulAccumulate = vpmaddwd on x86), 4 activation rows per unpacked weight vector;
 // Q4 groups are folded into f32 accumulators with one convert + FMA per group.
@@ -145,6 +146,14 @@ HWY_INLINE void Q8RowTile(const float* HWY_RESTRICT x, const int8_t* HWY_RESTRIC
 void MatMulQ8Columns(const float* x, const int8_t* w, const float* scales, const float* bias,
                      float* y, int64_t R, int64_t K, int64_t N, int64_t n_begin, int64_t n_end) {
   const size_t k = size_t(K), n = size_t(N);
+  if (size_t(R) >= PanelWidth()) {
+    float* slab = SlabBuffer(kPanelM * k);
+    PanelProduct(x, bias, y, size_t(R), k, n, size_t(n_begin), size_t(n_end), w, k, [&](size_t row, size_t rows) {
+      for (size_t c = 0; c < rows; ++c) DequantQ8Row(w + (row + c) * k, scales[row + c], slab + c * k, k);
+      return static_cast<const float*>(slab);
+    });
+    return;
+  }
   if (R >= 4) {
     float* slab = SlabBuffer(kSlab * k);
     for (size_t n0 = size_t(n_begin); n0 < size_t(n_end); n0 += kSlab) {
@@ -217,6 +226,17 @@ void MatMulQ4Columns(const float* x, const uint8_t* w, const float* scales, cons
                      const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G,
                      int64_t n_begin, int64_t n_end) {
   const size_t k = size_t(K), n = size_t(N), g = size_t(G), groups = k / g;
+  if (size_t(R) >= PanelWidth()) {
+    float* slab = SlabBuffer(kPanelM * k);
+    PanelProduct(x, bias, y, size_t(R), k, n, size_t(n_begin), size_t(n_end), w, k / 2, [&](size_t row, size_t rows) {
+      for (size_t c = 0; c < rows; ++c) {
+        DequantQ4Row(w + (row + c) * (k / 2), scales + (row + c) * groups,
+                     offsets ? offsets + (row + c) * groups : nullptr, slab + c * k, k, g);
+      }
+      return static_cast<const float*>(slab);
+    });
+    return;
+  }
   if (R >= 4) {
     float* slab = SlabBuffer(kSlab * k);
     for (size_t n0 = size_t(n_begin); n0 < size_t(n_end); n0 += kSlab) {

@@ -1,4 +1,6 @@
-// AVX-512 VNNI bodies of the dynamic-activation quantized products (8da8w, 8da4w).
+// AVX-512 VNNI bodies of the dynamic-activation quantized products (8da8w, 8da4w): the tiles
+// below for decode and short chunks, the panel GEMMs of matmul_q_vnni_panel.cc from
+// kVnniPanelRows rows on.
 //
 // Why not Highway: the Debian 12 Highway (1.0.3) has no op for u8×s8 → i32 dot products, and its
 // AVX3_DL target does not enable avx512vnni. These two functions are therefore written with
@@ -23,16 +25,7 @@
 #include <cstring>
 #include <vector>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define SLM_HAVE_VNNI_KERNELS 1
-// GCC 12 reports the deliberately undefined upper lanes of the 128/256 → 512-bit casts as
-// uninitialized; they are never read.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#else
-#define SLM_HAVE_VNNI_KERNELS 0
-#endif
+#include "kernels/vnni_intrinsics.h"
 
 namespace slm::kernels {
 
@@ -59,43 +52,15 @@ void SetVnniEnabledForTest(bool enabled) { vnni_enabled_for_test.store(enabled);
 
 #if SLM_HAVE_VNNI_KERNELS
 
-#define SLM_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
-
 namespace {
+using vnni::Dpbusd;
+using vnni::ReduceAdd;
 
 // Grow-only per-thread scratch (allocates on a thread's first call for a given size only).
 uint8_t* Scratch(size_t bytes) {
   thread_local std::vector<uint8_t> buf;
   if (buf.size() < bytes) buf.resize(bytes);
   return buf.data();
-}
-
-// Horizontal sums (not _mm512_reduce_add_*: GCC 12 warns about their undefined-vector temporaries).
-SLM_VNNI_TARGET inline float ReduceAdd(__m512 v) {
-  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-  __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-  q = _mm_add_ss(q, _mm_movehdup_ps(q));
-  return _mm_cvtss_f32(q);
-}
-SLM_VNNI_TARGET inline int32_t ReduceAdd(__m512i v) {
-  const __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
-  __m128i q = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-  q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(1, 0, 3, 2)));
-  q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(2, 3, 0, 1)));
-  return _mm_cvtsi128_si32(q);
-}
-
-// acc + Σ₄ a(u8)·b(s8) per int32 lane. GCC 12 compiles _mm512_dpbusd_epi32 in unrolled tiles
-// with a register copy in and out of every accumulator per step (the loop's instruction count
-// doubles and accumulators spill); the inline asm keeps each accumulator in place.
-SLM_VNNI_TARGET inline __m512i Dpbusd(__m512i acc, __m512i a, __m512i b) {
-#if defined(__GNUC__) && !defined(__clang__)
-  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "vm"(b));
-  return acc;
-#else
-  return _mm512_dpbusd_epi32(acc, a, b);
-#endif
 }
 
 // ---- Q8 × dynamic int8 ----
@@ -290,6 +255,10 @@ bool MatMulQ8DynColumnsVnni(const int8_t* xq, const float* xscale, const int8_t*
                             const float* scales, const float* bias, float* y, int64_t R, int64_t K,
                             int64_t N, int64_t n_begin, int64_t n_end) {
   if (!VnniAvailable() || K % 64 != 0) return false;
+  if (R >= kVnniPanelRows) {
+    MatMulQ8DynPanelVnni(xq, xscale, w, scales, bias, y, R, K, N, n_begin, n_end);
+    return true;
+  }
   const size_t k = size_t(K), rows = size_t(R);
   int32_t* xsum = reinterpret_cast<int32_t*>(Scratch(rows * sizeof(int32_t)));
   RowSums(xq, xsum, rows, k);
@@ -303,6 +272,10 @@ bool MatMulQ4DynColumnsVnni(const int8_t* xq, const float* xscale, const int32_t
                             const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G,
                             int64_t n_begin, int64_t n_end) {
   if (!VnniAvailable() || K % 64 != 0 || (G != 32 && G % 64 != 0)) return false;
+  if (R >= kVnniPanelRows) {
+    MatMulQ4DynPanelVnni(xq, xscale, group_sums, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end);
+    return true;
+  }
   const size_t k = size_t(K), rows = size_t(R);
   const size_t groups = k / size_t(G), xp_bytes = (rows * k + 63) / 64 * 64;
   uint8_t* scratch = Scratch(xp_bytes + rows * groups * sizeof(float));

@@ -5,6 +5,8 @@
 // survive), across ring wrap-arounds, and the same tokens as each other.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -97,7 +99,10 @@ TEST_P(SlidingWindow, ChunkedPrefillMatchesTheOneTokenPathAcrossRingWraps) {
     done += n;
     const float* want = all.data() + (done - 1) * vocab;
     const float d = MaxAbsDiff(last.data(), want, vocab);
-    EXPECT_LT(d, 1e-4f) << "after " << done << " tokens";
+    // f32 rounding only: chunks of 32+ rows run the panel GEMM, whose summation order differs
+    // from the one-token path's dot products (measured up to ~4e-6 of the largest logit).
+    const float scale = std::fabs(*std::max_element(want, want + vocab, [](float a, float b) { return std::fabs(a) < std::fabs(b); }));
+    EXPECT_LT(d, 2e-5f * scale) << "after " << done << " tokens";
     EXPECT_EQ(std::max_element(last.begin(), last.end()) - last.begin(),
               std::max_element(want, want + vocab) - want)
         << "after " << done << " tokens";

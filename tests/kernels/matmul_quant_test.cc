@@ -181,6 +181,19 @@ TEST_P(QuantMatMulTest, Int4DynamicActivationMatchesReferenceForEveryGroupSize) 
   }
 }
 
+TEST_P(QuantMatMulTest, WeightOnlyPanelPathMatchesReference) {
+  // Prefill-sized R: the dequantized slab goes through the panel GEMM (partial panels, K-blocks,
+  // N off the 12/6-row tiles).
+  for (int64_t R : {16, 33, 65}) {
+    for (int64_t N : {1, 5, 13, 26}) {
+      for (int64_t K : {64, 96, 576}) ASSERT_TRUE(Q8Matches(R, K, N, (R + N) % 2 == 0, false));
+      for (int64_t G : {32, 64}) {
+        ASSERT_TRUE(Q4Matches(R, 9 * G, N, G, /*asym=*/N % 2 == 1, (R + N) % 2 == 1, false));
+      }
+    }
+  }
+}
+
 TEST_P(QuantMatMulTest, ColumnRangeWritesOnlyItsColumns) {
   const int64_t R = 5, K = 64, N = 21;
   const auto x = RandomFloats(size_t(R * K), 3);
@@ -229,6 +242,19 @@ TEST_F(VnniMatMulTest, Int4DynamicActivationMatchesReferenceOnAwkwardShapes) {
         for (int64_t N : {1, 3, 4, 5, 9, 33}) {
           ASSERT_TRUE(Q4Matches(R, K, N, G, (R + N) % 2 == 1, (R + K / 64 + N) % 2 == 0, true));
         }
+      }
+    }
+  }
+}
+
+TEST_F(VnniMatMulTest, PanelPathMatchesReferenceFrom32Rows) {
+  // From kVnniPanelRows rows the products run as panel GEMMs: partial last panels, N off the
+  // 12-row (Q8) and 6-row (Q4) blocks and their tails, every group size, symmetric and not.
+  for (int64_t R : {kVnniPanelRows, kVnniPanelRows + 1, int64_t{70}}) {
+    for (int64_t N : {1, 5, 13, 26}) {
+      for (int64_t K : {64, 576}) ASSERT_TRUE(Q8Matches(R, K, N, (R + N) % 2 == 0, true));
+      for (int64_t G : {32, 64, 128}) {
+        ASSERT_TRUE(Q4Matches(R, 3 * G, N, G, /*asym=*/N % 2 == 1, (R + N) % 2 == 1, true));
       }
     }
   }

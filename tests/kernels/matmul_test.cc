@@ -50,9 +50,35 @@ TEST_P(MatMulTest, MatchesReferenceOnAwkwardShapes) {
   }
 }
 
+TEST_P(MatMulTest, PanelPathMatchesReferenceOnAwkwardShapes) {
+  // Prefill-sized R takes the panel GEMM (from 2 vectors of rows: 8..32 depending on the
+  // target): partial last panels, K across and off the 512-wide K-blocks, N off the 12/6-row
+  // tiles and their 2- and 1-row tails.
+  for (int64_t R : {8, 16, 17, 32, 48, 65, 100}) {
+    for (int64_t K : {1, 7, 33, 257, 512, 600, 1030}) {
+      for (int64_t N : {1, 2, 5, 13, 25, 37}) {
+        ASSERT_TRUE(MatMulMatchesReference(R, K, N, /*bias=*/(R + K + N) % 2 == 1));
+      }
+    }
+  }
+}
+
+TEST_P(MatMulTest, PanelPathColumnRangesReproduceTheFullProduct) {
+  const int64_t R = 70, K = 530, N = 41;
+  const auto x = RandomFloats(size_t(R * K), 11);
+  const auto w = RandomFloats(size_t(N * K), 12, 0.1f);
+  const auto b = RandomFloats(size_t(N), 13);
+  std::vector<float> full(size_t(R * N)), pieces(size_t(R * N), NAN);
+  MatMulF32(x.data(), w.data(), b.data(), full.data(), R, K, N);
+  for (auto [nb, ne] : {std::pair<int64_t, int64_t>{0, 13}, {13, 14}, {14, 41}}) {
+    MatMulF32Columns(x.data(), w.data(), b.data(), pieces.data(), R, K, N, nb, ne);
+  }
+  for (size_t i = 0; i < full.size(); ++i) ASSERT_EQ(pieces[i], full[i]) << "i=" << i;
+}
+
 TEST_P(MatMulTest, MatchesReferenceOnModelSizedShapes) {
   // Decode (R = 1) and prefill-chunk shapes with K and N as in the zoo and real models.
-  for (int64_t R : {1, 7, 64}) {
+  for (int64_t R : {1, 7, 64, 128}) {
     ASSERT_TRUE(MatMulMatchesReference(R, 2048, 96, true));
     ASSERT_TRUE(MatMulMatchesReference(R, 172, 64, false));  // llama2-zoo down_proj
     ASSERT_TRUE(MatMulMatchesReference(R, 64, 517, false));  // vocab-like N

@@ -1,0 +1,308 @@
+// AVX-512 VNNI panel GEMMs for prefill-shaped dynamic-activation products (R >= kVnniPanelRows):
+// the int8 counterpart of matmul_panel-inl.h.
+//
+// The tiles of matmul_q_vnni.cc compute dot products: each output needs a horizontal reduction
+// and every weight vector is loaded (and, for Q4, unpacked) once per 4 activation rows. Here the
+// activations are transposed once per call into panels of 32 rows, xt[panel][k/4][32][4] (the 4
+// consecutive k of one row per int32 lane, zero rows past R), and a block of kM weight rows is
+// unpacked once into unsigned bytes (Q8: w + 128; Q4: the nibbles in natural k order). One step
+// of 4 k then broadcasts 4 weight bytes per weight row and issues 2 vpdpbusd against the two
+// panel vectors: 2·kM accumulators that hold 32 outputs each, no reductions, and the weight
+// unpacking is paid once per block for all R rows.
+//  - Q8: Σ (w + 128)·x = Σ w·x + 128·Σx, so 128·Σx per row is subtracted at the end (exact).
+//  - Q4: the int32 sums are folded into f32 accumulators once per group: scale·dot plus
+//    offset·Σ_{k∈group} x (the group sums, transposed like the panels).
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/matmul_q_vnni.h"
+#include "kernels/vnni_intrinsics.h"
+
+namespace slm::kernels {
+
+#if SLM_HAVE_VNNI_KERNELS
+
+namespace {
+using vnni::Dpbusd;
+
+constexpr size_t kP = size_t(kVnniPanelRows);  // rows per panel: 2 vectors of 16 int32 lanes
+constexpr size_t kQ8M = 12;  // weight rows per Q8 tile: 24 accumulators + 2 x + 1 broadcast
+constexpr size_t kQ4M = 6;   // per Q4 tile: 12 int32 + 12 f32 accumulators + 7 operands
+
+// Grow-only per-thread scratch (allocates on a thread's first call needing more, never after).
+uint8_t* PanelScratch(size_t bytes) {
+  thread_local std::vector<uint8_t> buf;
+  if (buf.size() < bytes) buf.resize(bytes);
+  return buf.data();
+}
+
+size_t Align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// xt[p][q][j] (4 bytes) = xq[p·32 + j, 4q .. 4q + 3], zeros for rows >= R. K % 4 == 0.
+void TransposeQuads(const int8_t* xq, size_t R, size_t K, int8_t* xt) {
+  const size_t quads = K / 4, panels = (R + kP - 1) / kP;
+  for (size_t p = 0; p < panels; ++p) {
+    int8_t* dst = xt + p * K * kP;
+    for (size_t j = 0; j < kP; ++j) {
+      const size_t r = p * kP + j;
+      if (r >= R) {
+        for (size_t q = 0; q < quads; ++q) std::memset(dst + (q * kP + j) * 4, 0, 4);
+        continue;
+      }
+      const int8_t* src = xq + r * K;
+      for (size_t q = 0; q < quads; ++q) std::memcpy(dst + (q * kP + j) * 4, src + 4 * q, 4);
+    }
+  }
+}
+
+// Lines of the next weight block to prefetch while a tile computes: the block was unpacked
+// into the slab in one burst of loads that nothing overlapped (65% of the block's time went to
+// waiting for memory); one line per 4-k step of the first panel's tile covers it (a block is
+// kM·K or kM·K/2 bytes, a tile K/4 steps).
+struct Prefetch {
+  const uint8_t* next = nullptr;
+  size_t bytes = 0;
+};
+
+// a[m] += Σ_{q in [q0, q1)} w[m, 4q..4q+3] · xt[q][0..16), b[m] the same for lanes 16..32.
+template <size_t kM>
+SLM_VNNI_TARGET inline void PanelSteps(const int8_t* xt, const uint8_t* w, size_t K, size_t q0,
+                                       size_t q1, __m512i* a, __m512i* b, Prefetch pf) {
+  for (size_t q = q0; q < q1; ++q) {
+    if (q * 64 < pf.bytes) _mm_prefetch(reinterpret_cast<const char*>(pf.next + q * 64), _MM_HINT_T0);
+    const __m512i x0 = _mm512_loadu_si512(xt + q * kP * 4);
+    const __m512i x1 = _mm512_loadu_si512(xt + q * kP * 4 + 64);
+    #pragma GCC unroll 16
+    for (size_t m = 0; m < kM; ++m) {
+      int32_t quad;
+      std::memcpy(&quad, w + m * K + 4 * q, 4);
+      const __m512i wb = _mm512_set1_epi32(quad);
+      a[m] = Dpbusd(a[m], wb, x0);
+      b[m] = Dpbusd(b[m], wb, x1);
+    }
+  }
+}
+
+// y[r, n + m] = out(acc[m][j], r, m) for the rows r = 32·p + j < R of panel p; row-major, so
+// each row of y gets kM contiguous stores.
+template <size_t kM, class T, class Out>
+inline void WriteRows(const T* acc, size_t p, size_t R, size_t N, size_t n, float* y, Out&& out) {
+  const size_t rows = std::min(kP, R - p * kP);
+  for (size_t j = 0; j < rows; ++j) {
+    const size_t r = p * kP + j;
+    float* yr = y + r * N + n;
+    for (size_t m = 0; m < kM; ++m) yr[m] = out(acc[m * kP + j], r, m);
+  }
+}
+
+// ---- Q8 ----
+
+// acc[m][j] = Σ_k (w[m, k] + 128) · x[j, k] for the 32 rows of one panel; w: kM unsigned rows.
+template <size_t kM>
+SLM_VNNI_TARGET void Q8PanelTile(const int8_t* xt, const uint8_t* w, size_t K, int32_t* acc,
+                                 Prefetch pf) {
+  __m512i a[kM], b[kM];
+  #pragma GCC unroll 16
+  for (size_t m = 0; m < kM; ++m) a[m] = b[m] = _mm512_setzero_si512();
+  PanelSteps<kM>(xt, w, K, 0, K / 4, a, b, pf);
+  #pragma GCC unroll 16
+  for (size_t m = 0; m < kM; ++m) {
+    _mm512_storeu_si512(acc + m * kP, a[m]);
+    _mm512_storeu_si512(acc + m * kP + 16, b[m]);
+  }
+}
+
+struct Q8Args {
+  const int8_t* xt;
+  const int32_t* xsum;  // [R] Σ_k xq[r, k]
+  const float* xscale;
+  const int8_t* w;
+  const float* scales;
+  const float* bias;
+  float* y;
+  size_t R, K, N;
+  uint8_t* slab;  // [kQ8M, K]
+  int32_t* acc;   // [kQ8M, 32]
+};
+
+// Columns [n, n + kM) for all R rows.
+template <size_t kM>
+SLM_VNNI_TARGET void Q8PanelBlock(const Q8Args& s, size_t n) {
+  const __m512i flip = _mm512_set1_epi8(int8_t(0x80));
+  for (size_t c = 0; c < kM; ++c) {
+    const int8_t* src = s.w + (n + c) * s.K;
+    for (size_t k = 0; k < s.K; k += 64) {
+      _mm512_storeu_si512(s.slab + c * s.K + k, _mm512_xor_si512(_mm512_loadu_si512(src + k), flip));
+    }
+  }
+  // The next block's rows follow this one's in memory (rows past the end are never loaded:
+  // prefetches do not fault, but the range is clipped to the matrix anyway).
+  const size_t left = (s.N - n - kM) * s.K;
+  const Prefetch next{reinterpret_cast<const uint8_t*>(s.w + (n + kM) * s.K), std::min(left, kM * s.K)};
+  for (size_t p = 0; p * kP < s.R; ++p) {
+    Q8PanelTile<kM>(s.xt + p * kP * s.K, s.slab, s.K, s.acc, p == 0 ? next : Prefetch{});
+    WriteRows<kM>(s.acc, p, s.R, s.N, n, s.y, [&](int32_t acc, size_t r, size_t m) {
+      return float(acc - 128 * s.xsum[r]) * s.xscale[r] * s.scales[n + m] + (s.bias ? s.bias[n + m] : 0.0f);
+    });
+  }
+}
+
+// ---- Q4 ----
+
+// out[m][j] = Σ_g (scale[m, g] · Σ_{k∈g} q[m, k]·x[j, k] + offset[m, g] · gsum[g][j]) for the
+// 32 rows of one panel; w: kM rows of nibble values (0..15) as bytes.
+template <size_t kM>
+SLM_VNNI_TARGET void Q4PanelTile(const int8_t* xt, const uint8_t* w, size_t K, size_t G,
+                                 const float* scales, const float* offsets, const float* gsum,
+                                 float* out, Prefetch pf) {
+  const size_t groups = K / G;
+  __m512 f[kM], h[kM];
+  #pragma GCC unroll 16
+  for (size_t m = 0; m < kM; ++m) f[m] = h[m] = _mm512_setzero_ps();
+  for (size_t g = 0; g < groups; ++g) {
+    __m512i a[kM], b[kM];
+    #pragma GCC unroll 16
+    for (size_t m = 0; m < kM; ++m) a[m] = b[m] = _mm512_setzero_si512();
+    PanelSteps<kM>(xt, w, K, g * G / 4, (g + 1) * G / 4, a, b, pf);
+    const __m512 gs0 = _mm512_loadu_ps(gsum + g * kP), gs1 = _mm512_loadu_ps(gsum + g * kP + 16);
+    #pragma GCC unroll 16
+    for (size_t m = 0; m < kM; ++m) {
+      const float sc = scales[m * groups + g];
+      const __m512 vs = _mm512_set1_ps(sc);
+      const __m512 vo = _mm512_set1_ps(offsets ? offsets[m * groups + g] : -8.0f * sc);
+      f[m] = _mm512_fmadd_ps(gs0, vo, _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[m]), vs, f[m]));
+      h[m] = _mm512_fmadd_ps(gs1, vo, _mm512_fmadd_ps(_mm512_cvtepi32_ps(b[m]), vs, h[m]));
+    }
+  }
+  #pragma GCC unroll 16
+  for (size_t m = 0; m < kM; ++m) {
+    _mm512_storeu_ps(out + m * kP, f[m]);
+    _mm512_storeu_ps(out + m * kP + 16, h[m]);
+  }
+}
+
+// dst[K] = the nibbles of one packed Q4 row (quant_kernels.h layout) in k order, one per byte.
+SLM_VNNI_TARGET void UnpackQ4Row(const uint8_t* src, uint8_t* dst, size_t K) {
+  // 64 k per step (K % 64 == 0): 32 bytes = two 32-k blocks; the low nibbles of block b are
+  // k 32b..32b+15, its high nibbles k 32b+16..32b+31.
+  const __m256i mask = _mm256_set1_epi8(0x0F);
+  for (size_t k = 0; k < K; k += 64) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k / 2));
+    const __m256i lo = _mm256_and_si256(v, mask), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k), _mm256_permute2x128_si256(lo, hi, 0x20));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k + 32), _mm256_permute2x128_si256(lo, hi, 0x31));
+  }
+}
+
+struct Q4Args {
+  const int8_t* xt;
+  const float* gsum;  // [panels, groups, 32] group sums of xq as floats
+  const float* xscale;
+  const uint8_t* w;
+  const float* scales;
+  const float* offsets;
+  const float* bias;
+  float* y;
+  size_t R, K, N, G;
+  uint8_t* slab;  // [kQ4M, K]
+  float* out;     // [kQ4M, 32]
+};
+
+template <size_t kM>
+SLM_VNNI_TARGET void Q4PanelBlock(const Q4Args& s, size_t n) {
+  const size_t groups = s.K / s.G;
+  for (size_t c = 0; c < kM; ++c) UnpackQ4Row(s.w + (n + c) * (s.K / 2), s.slab + c * s.K, s.K);
+  const float* sc = s.scales + n * groups;
+  const float* oc = s.offsets ? s.offsets + n * groups : nullptr;
+  const size_t left = (s.N - n - kM) * (s.K / 2);
+  const Prefetch next{s.w + (n + kM) * (s.K / 2), std::min(left, kM * s.K / 2)};
+  for (size_t p = 0; p * kP < s.R; ++p) {
+    Q4PanelTile<kM>(s.xt + p * kP * s.K, s.slab, s.K, s.G, sc, oc, s.gsum + p * groups * kP, s.out,
+                    p == 0 ? next : Prefetch{});
+    WriteRows<kM>(s.out, p, s.R, s.N, n, s.y, [&](float acc, size_t r, size_t m) {
+      return acc * s.xscale[r] + (s.bias ? s.bias[n + m] : 0.0f);
+    });
+  }
+}
+
+}  // namespace
+
+void MatMulQ8DynPanelVnni(const int8_t* xq, const float* xscale, const int8_t* w,
+                          const float* scales, const float* bias, float* y, int64_t R, int64_t K,
+                          int64_t N, int64_t n_begin, int64_t n_end) {
+  const size_t rows = size_t(R), k = size_t(K), panels = (rows + kP - 1) / kP;
+  const size_t xt_bytes = Align64(panels * kP * k), slab_bytes = Align64(kQ8M * k);
+  const size_t acc_bytes = Align64(kQ8M * kP * sizeof(int32_t));
+  uint8_t* scratch = PanelScratch(xt_bytes + slab_bytes + acc_bytes + rows * sizeof(int32_t));
+  Q8Args s{};
+  s.xt = reinterpret_cast<int8_t*>(scratch);
+  s.slab = scratch + xt_bytes;
+  s.acc = reinterpret_cast<int32_t*>(scratch + xt_bytes + slab_bytes);
+  int32_t* xsum = reinterpret_cast<int32_t*>(scratch + xt_bytes + slab_bytes + acc_bytes);
+  TransposeQuads(xq, rows, k, reinterpret_cast<int8_t*>(scratch));
+  for (size_t r = 0; r < rows; ++r) {
+    int32_t sum = 0;
+    for (size_t i = 0; i < k; ++i) sum += xq[r * k + i];
+    xsum[r] = sum;
+  }
+  s.xsum = xsum;
+  s.xscale = xscale;
+  s.w = w;
+  s.scales = scales;
+  s.bias = bias;
+  s.y = y;
+  s.R = rows;
+  s.K = k;
+  s.N = size_t(N);
+  size_t n = size_t(n_begin);
+  const size_t end = size_t(n_end);
+  for (; n + kQ8M <= end; n += kQ8M) Q8PanelBlock<kQ8M>(s, n);
+  for (; n + 4 <= end; n += 4) Q8PanelBlock<4>(s, n);
+  for (; n < end; ++n) Q8PanelBlock<1>(s, n);
+}
+
+void MatMulQ4DynPanelVnni(const int8_t* xq, const float* xscale, const int32_t* group_sums,
+                          const uint8_t* w, const float* scales, const float* offsets,
+                          const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G,
+                          int64_t n_begin, int64_t n_end) {
+  const size_t rows = size_t(R), k = size_t(K), panels = (rows + kP - 1) / kP;
+  const size_t groups = k / size_t(G);
+  const size_t xt_bytes = Align64(panels * kP * k), slab_bytes = Align64(kQ4M * k);
+  const size_t out_bytes = Align64(kQ4M * kP * sizeof(float));
+  uint8_t* scratch = PanelScratch(xt_bytes + slab_bytes + out_bytes + panels * groups * kP * sizeof(float));
+  Q4Args s{};
+  s.xt = reinterpret_cast<int8_t*>(scratch);
+  s.slab = scratch + xt_bytes;
+  s.out = reinterpret_cast<float*>(scratch + xt_bytes + slab_bytes);
+  float* gsum = reinterpret_cast<float*>(scratch + xt_bytes + slab_bytes + out_bytes);
+  TransposeQuads(xq, rows, k, reinterpret_cast<int8_t*>(scratch));
+  for (size_t p = 0; p < panels; ++p) {
+    for (size_t g = 0; g < groups; ++g) {
+      for (size_t j = 0; j < kP; ++j) {
+        const size_t r = p * kP + j;
+        gsum[(p * groups + g) * kP + j] = r < rows ? float(group_sums[r * groups + g]) : 0.0f;
+      }
+    }
+  }
+  s.gsum = gsum;
+  s.xscale = xscale;
+  s.w = w;
+  s.scales = scales;
+  s.offsets = offsets;
+  s.bias = bias;
+  s.y = y;
+  s.R = rows;
+  s.K = k;
+  s.N = size_t(N);
+  s.G = size_t(G);
+  size_t n = size_t(n_begin);
+  const size_t end = size_t(n_end);
+  for (; n + kQ4M <= end; n += kQ4M) Q4PanelBlock<kQ4M>(s, n);
+  for (; n + 2 <= end; n += 2) Q4PanelBlock<2>(s, n);
+  for (; n < end; ++n) Q4PanelBlock<1>(s, n);
+}
+
+#endif  // SLM_HAVE_VNNI_KERNELS
+
+}  // namespace slm::kernels

@@ -1,0 +1,51 @@
+// Shared pieces of the AVX-512 VNNI kernels (matmul_q_vnni*.cc): the function-level target, and
+// helpers GCC 12 compiles badly from the plain intrinsics.
+#pragma once
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#include <cstdint>
+#define SLM_HAVE_VNNI_KERNELS 1
+// GCC 12 reports the deliberately undefined upper lanes of the 128/256 → 512-bit casts as
+// uninitialized; they are never read.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#define SLM_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
+
+namespace slm::kernels::vnni {
+
+// Horizontal sums (not _mm512_reduce_add_*: GCC 12 warns about their undefined-vector temporaries).
+SLM_VNNI_TARGET inline float ReduceAdd(__m512 v) {
+  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+  __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+  q = _mm_add_ss(q, _mm_movehdup_ps(q));
+  return _mm_cvtss_f32(q);
+}
+SLM_VNNI_TARGET inline int32_t ReduceAdd(__m512i v) {
+  const __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+  __m128i q = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(1, 0, 3, 2)));
+  q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(q);
+}
+
+// acc + Σ₄ a(u8)·b(s8) per int32 lane. GCC 12 compiles _mm512_dpbusd_epi32 in unrolled tiles
+// with a register copy in and out of every accumulator per step (the loop's instruction count
+// doubles and accumulators spill); the inline asm keeps each accumulator in place.
+SLM_VNNI_TARGET inline __m512i Dpbusd(__m512i acc, __m512i a, __m512i b) {
+#if defined(__GNUC__) && !defined(__clang__)
+  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "vm"(b));
+  return acc;
+#else
+  return _mm512_dpbusd_epi32(acc, a, b);
+#endif
+}
+
+}  // namespace slm::kernels::vnni
+
+#else
+#define SLM_HAVE_VNNI_KERNELS 0
+#endif
