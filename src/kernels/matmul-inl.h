@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "kernels/matmul_panel-inl.h"
 
@@ -60,6 +61,9 @@ HWY_INLINE void MatMulTile(const float* HWY_RESTRICT x, const float* HWY_RESTRIC
     for (size_t r = 0; r < kR; ++r) xv[r] = hn::LoadU(d, x + r * K + k);
     HWY_UNROLL(8)
     for (size_t c = 0; c < kN; ++c) {
+      // Decode streams each weight row once: prefetch the next tile's row c at this k (rows
+      // are contiguous, kN rows ahead), as the quantized decode tiles do (matmul_q-inl.h).
+      if constexpr (kR == 1) hwy::Prefetch(w + (kN + c) * K + k);
       const V wv = hn::LoadU(d, w + c * K + k);
       HWY_UNROLL(4)
       for (size_t r = 0; r < kR; ++r) acc[r][c] = hn::MulAdd(xv[r], wv, acc[r][c]);
@@ -95,16 +99,22 @@ HWY_INLINE void MatMulRows(const float* x, const float* w, const float* bias, fl
   }
 }
 
+// The prefill path, out of line so that the decode tiles' register allocation does not share a
+// function with it.
+HWY_NOINLINE inline void F32PanelColumns(const float* x, const float* w, const float* bias, float* y,
+                                         int64_t R, int64_t K, int64_t N, int64_t n_begin,
+                                         int64_t n_end) {
+  const size_t k = size_t(K);
+  PanelProduct(x, bias, y, size_t(R), k, size_t(N), size_t(n_begin), size_t(n_end), w, k * sizeof(float),
+               [&](size_t row, size_t) { return w + row * k; });
+}
+
 // inline: matmul_q-inl.h includes this file too (for MatMulRows), in another translation unit.
 inline void MatMulF32Columns(const float* x, const float* w, const float* bias, float* y, int64_t R,
                              int64_t K, int64_t N, int64_t n_begin, int64_t n_end) {
   const size_t rows4 = size_t(R) / 4 * 4;
   const size_t k = size_t(K), n = size_t(N), nb = size_t(n_begin), ne = size_t(n_end);
-  if (size_t(R) >= PanelWidth()) {
-    PanelProduct(x, bias, y, size_t(R), k, n, nb, ne, w, k * sizeof(float),
-                 [&](size_t row, size_t) { return w + row * k; });
-    return;
-  }
+  if (size_t(R) >= PanelWidth()) return F32PanelColumns(x, w, bias, y, R, K, N, n_begin, n_end);
   MatMulRows<4, kFourRowTileCols>(x, w, bias, y, k, n, 0, rows4, nb, ne);
   switch (size_t(R) - rows4) {  // leftover rows as one block of 1..3 rows
     case 1: MatMulRows<1, kOneRowTileCols>(x, w, bias, y, k, n, rows4, rows4 + 1, nb, ne); break;

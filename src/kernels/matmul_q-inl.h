@@ -4,6 +4,10 @@
 // Weight-only (f32 activations):
 //  - R < 4 (decode): each weight row is streamed once and dequantized in registers (int → f32
 //    convert, then FMA), kN rows at a time for independent FMA chains. Memory-bound by design.
+//    Each step also prefetches the same k of the next tile's rows (rows are contiguous: kN rows
+//    ahead): a tile's kN short streams (one row each) left the loads waiting on memory that the
+//    hardware prefetchers had not yet fetched; +12–30% decode tok/s on the 1B int8 and int4
+//    artifacts (A/B in one run, `staticlm bench -p 16 -n 32`).
 //  - R >= 4 (prefill): a slab of weight rows is dequantized once into a per-thread f32 buffer
 //    and multiplied with all R rows by the f32 kernels (the panel GEMM of matmul_panel-inl.h
 //    from PanelWidth() rows on, the tiles of matmul-inl.h below), so the dequantization cost is
@@ -25,6 +29,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "kernels/matmul-inl.h"
 #include "kernels/quant_kernels.h"
@@ -101,6 +106,8 @@ HWY_INLINE void SlabProduct(const float* x, const float* slab, const float* bias
 
 // ---- Q8 weight-only ----
 
+
+
 // y[r, n..n+kN) for one row r: kN weight rows streamed together. Two accumulators per row
 // (alternate vectors of k) so that 2·kN independent FMA chains hide the FMA latency: with one
 // chain per row the loop is latency-bound at a fraction of the FMA throughput.
@@ -120,6 +127,7 @@ HWY_INLINE void Q8RowTile(const float* HWY_RESTRICT x, const int8_t* HWY_RESTRIC
     const auto x1 = hn::LoadU(df, x + k + NL);
     HWY_UNROLL(8)
     for (size_t c = 0; c < kN; ++c) {
+      hwy::Prefetch(w + (kN + c) * K + k);  // the next tile's row c (see the file comment)
       const auto w0 = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, w + c * K + k)));
       const auto w1 = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, w + c * K + k + NL)));
       acc0[c] = hn::MulAdd(x0, w0, acc0[c]);
@@ -143,17 +151,23 @@ HWY_INLINE void Q8RowTile(const float* HWY_RESTRICT x, const int8_t* HWY_RESTRIC
   }
 }
 
+// The prefill path, out of line: inlined into MatMulQ8Columns it made GCC spill the decode
+// tile's accumulators.
+HWY_NOINLINE void Q8PanelColumns(const float* x, const int8_t* w, const float* scales,
+                                 const float* bias, float* y, int64_t R, int64_t K, int64_t N,
+                                 int64_t n_begin, int64_t n_end) {
+  const size_t k = size_t(K);
+  float* slab = SlabBuffer(kPanelM * k);
+  PanelProduct(x, bias, y, size_t(R), k, size_t(N), size_t(n_begin), size_t(n_end), w, k, [&](size_t row, size_t rows) {
+    for (size_t c = 0; c < rows; ++c) DequantQ8Row(w + (row + c) * k, scales[row + c], slab + c * k, k);
+    return static_cast<const float*>(slab);
+  });
+}
+
 void MatMulQ8Columns(const float* x, const int8_t* w, const float* scales, const float* bias,
                      float* y, int64_t R, int64_t K, int64_t N, int64_t n_begin, int64_t n_end) {
   const size_t k = size_t(K), n = size_t(N);
-  if (size_t(R) >= PanelWidth()) {
-    float* slab = SlabBuffer(kPanelM * k);
-    PanelProduct(x, bias, y, size_t(R), k, n, size_t(n_begin), size_t(n_end), w, k, [&](size_t row, size_t rows) {
-      for (size_t c = 0; c < rows; ++c) DequantQ8Row(w + (row + c) * k, scales[row + c], slab + c * k, k);
-      return static_cast<const float*>(slab);
-    });
-    return;
-  }
+  if (size_t(R) >= PanelWidth()) return Q8PanelColumns(x, w, scales, bias, y, R, K, N, n_begin, n_end);
   if (R >= 4) {
     float* slab = SlabBuffer(kSlab * k);
     for (size_t n0 = size_t(n_begin); n0 < size_t(n_end); n0 += kSlab) {
@@ -206,6 +220,7 @@ HWY_INLINE void Q4RowTile(const float* HWY_RESTRICT x, const uint8_t* HWY_RESTRI
         const auto xhi = hn::LoadU(df, x + b + 16 + j);
         HWY_UNROLL(4)
         for (size_t c = 0; c < kN; ++c) {
+          hwy::Prefetch(w + (kN + c) * (K / 2) + b / 2 + j);  // the next tile's row c
           const auto q = hn::PromoteTo(di, hn::LoadU(d8, w + c * (K / 2) + b / 2 + j));
           const auto lo = hn::MulAdd(hn::ConvertTo(df, hn::And(q, mask)), vs[c], vo[c]);
           const auto hi = hn::MulAdd(hn::ConvertTo(df, hn::ShiftRight<4>(q)), vs[c], vo[c]);
@@ -222,21 +237,25 @@ HWY_INLINE void Q4RowTile(const float* HWY_RESTRICT x, const uint8_t* HWY_RESTRI
   }
 }
 
+HWY_NOINLINE void Q4PanelColumns(const float* x, const uint8_t* w, const float* scales,
+                                 const float* offsets, const float* bias, float* y, int64_t R,
+                                 int64_t K, int64_t N, int64_t G, int64_t n_begin, int64_t n_end) {
+  const size_t k = size_t(K), g = size_t(G), groups = k / g;
+  float* slab = SlabBuffer(kPanelM * k);
+  PanelProduct(x, bias, y, size_t(R), k, size_t(N), size_t(n_begin), size_t(n_end), w, k / 2, [&](size_t row, size_t rows) {
+    for (size_t c = 0; c < rows; ++c) {
+      DequantQ4Row(w + (row + c) * (k / 2), scales + (row + c) * groups,
+                   offsets ? offsets + (row + c) * groups : nullptr, slab + c * k, k, g);
+    }
+    return static_cast<const float*>(slab);
+  });
+}
+
 void MatMulQ4Columns(const float* x, const uint8_t* w, const float* scales, const float* offsets,
                      const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G,
                      int64_t n_begin, int64_t n_end) {
   const size_t k = size_t(K), n = size_t(N), g = size_t(G), groups = k / g;
-  if (size_t(R) >= PanelWidth()) {
-    float* slab = SlabBuffer(kPanelM * k);
-    PanelProduct(x, bias, y, size_t(R), k, n, size_t(n_begin), size_t(n_end), w, k / 2, [&](size_t row, size_t rows) {
-      for (size_t c = 0; c < rows; ++c) {
-        DequantQ4Row(w + (row + c) * (k / 2), scales + (row + c) * groups,
-                     offsets ? offsets + (row + c) * groups : nullptr, slab + c * k, k, g);
-      }
-      return static_cast<const float*>(slab);
-    });
-    return;
-  }
+  if (size_t(R) >= PanelWidth()) return Q4PanelColumns(x, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end);
   if (R >= 4) {
     float* slab = SlabBuffer(kSlab * k);
     for (size_t n0 = size_t(n_begin); n0 < size_t(n_end); n0 += kSlab) {

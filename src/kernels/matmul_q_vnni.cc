@@ -92,7 +92,12 @@ SLM_VNNI_TARGET inline void Q8Tile(const int8_t* xq, const float* xscale, const 
   for (size_t k = 0; k < K; k += 64) {
     __m512i wv[kN];
     #pragma GCC unroll 16
-    for (int c = 0; c < kN; ++c) wv[c] = _mm512_xor_si512(_mm512_loadu_si512(w + c * K + k), flip);
+    for (int c = 0; c < kN; ++c) {
+      // The next tile's row c at this k (rows are contiguous: kN rows ahead). For decode, where
+      // every weight is read once, 7–50% more 8da8w tok/s (A/B in one run).
+      _mm_prefetch(reinterpret_cast<const char*>(w + (kN + c) * K + k), _MM_HINT_T0);
+      wv[c] = _mm512_xor_si512(_mm512_loadu_si512(w + c * K + k), flip);
+    }
     #pragma GCC unroll 16
     for (int r = 0; r < kR; ++r) {
       const __m512i xv = _mm512_loadu_si512(xq + r * K + k);
@@ -156,6 +161,7 @@ SLM_VNNI_TARGET inline void Q4Tile(const int8_t* xp, const float* xscale, const 
     __m512 sv[kN];
     #pragma GCC unroll 16
     for (int c = 0; c < kN; ++c) {
+      _mm_prefetch(reinterpret_cast<const char*>(w + (kN + c) * (K / 2) + k / 2), _MM_HINT_T0);  // as in Q8Tile
       wv[c] = UnpackQ4(w + c * (K / 2) + k / 2);
       const float* sc = scales + c * groups;
       sv[c] = G == 32 ? PairScales(sc + k / 32) : _mm512_set1_ps(sc[k / G]);
