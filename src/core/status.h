@@ -57,6 +57,12 @@ inline Status ResourceExhausted(std::string m) { return {ErrorCode::kResourceExh
 inline Status FailedPrecondition(std::string m) { return {ErrorCode::kFailedPrecondition, std::move(m)}; }
 inline Status Internal(std::string m) { return {ErrorCode::kInternal, std::move(m)}; }
 
+// `s` with "<context>: " before its message (ok stays ok): the caller's location (a file path,
+// a graph value) for an error found further down.
+inline Status WithContext(const std::string& context, const Status& s) {
+  return s.ok() ? s : Status(s.code(), context + ": " + s.message());
+}
+
 template <typename T>
 class [[nodiscard]] Result {
  public:

@@ -30,7 +30,7 @@ Result<std::vector<uint8_t>> ReadAll(const ConstantSource& source, uint64_t nbyt
                              " bytes to read " + source.Describe());
   }
   Status s = source.Read(bytes.data(), nbytes);
-  if (!s.ok()) return Status(s.code(), where + ": " + s.message());
+  if (!s.ok()) return WithContext(where, s);
   return bytes;
 }
 

@@ -42,10 +42,6 @@ std::vector<T> Vec(const flatbuffers::Vector<T>* v) {
   return v ? std::vector<T>(v->begin(), v->end()) : std::vector<T>();
 }
 
-Status Prefixed(const std::string& path, const Status& s) {
-  return s.ok() ? s : Status(s.code(), path + ": " + s.message());
-}
-
 // Every id in `ids` names a value of the method.
 Status CheckIds(const std::vector<int32_t>& ids, size_t num_values, const std::string& where,
                 const char* field) {
@@ -206,7 +202,7 @@ Status ArtifactFile::CheckMethods() const {
     if (!names.insert(g.name).second) {
       return ParseError(path_ + ": duplicate method name '" + g.name + "'");
     }
-    SLM_RETURN_IF_ERROR(Prefixed(path_, g.Validate()));
+    SLM_RETURN_IF_ERROR(WithContext(path_, g.Validate()));
   }
   return Status::Ok();
 }
@@ -284,7 +280,7 @@ Result<graph::Graph> ArtifactFile::DecodeMethod(size_t index) const {
   SLM_RETURN_IF_ERROR(CheckIds(g.inputs, num_values, where, "inputs"));
   SLM_RETURN_IF_ERROR(CheckIds(g.outputs, num_values, where, "outputs"));
   g.arena_bytes = m->arena_bytes();
-  SLM_RETURN_IF_ERROR(Prefixed(path_, graph::CheckMemoryPlan(g)));
+  SLM_RETURN_IF_ERROR(WithContext(path_, graph::CheckMemoryPlan(g)));
   return g;
 }
 
@@ -299,7 +295,7 @@ Result<graph::Graph> ArtifactFile::LoadMethod(const std::string& name) const {
   for (size_t i = 0; i < methods->size(); ++i) {
     if (Str(methods->Get(static_cast<flatbuffers::uoffset_t>(i))->name()) != name) continue;
     SLM_ASSIGN_OR_RETURN(graph::Graph g, DecodeMethod(i));
-    SLM_RETURN_IF_ERROR(Prefixed(path_, g.Validate()));
+    SLM_RETURN_IF_ERROR(WithContext(path_, g.Validate()));
     return g;
   }
   std::string present;

@@ -99,10 +99,6 @@ Status CheckContents(const std::string& path, const ArtifactContents& c) {
   return Status::Ok();
 }
 
-Status WithPathPrefix(const std::string& path, const Status& s) {
-  return s.ok() ? s : Status(s.code(), path + ": " + s.message());
-}
-
 // Plans methods that are not planned yet, then checks every plan and graph, so the writer
 // never produces a file that the reader would reject.
 Status PrepareMethods(const std::string& path, std::vector<graph::Graph>& methods) {
@@ -111,9 +107,9 @@ Status PrepareMethods(const std::string& path, std::vector<graph::Graph>& method
     for (const graph::Value& v : g.values) {
       if (v.kind == graph::ValueKind::kIntermediate && v.arena_offset < 0) planned = false;
     }
-    if (!planned) SLM_RETURN_IF_ERROR(WithPathPrefix(path, graph::PlanMemory(g)));
-    SLM_RETURN_IF_ERROR(WithPathPrefix(path, graph::CheckMemoryPlan(g)));
-    SLM_RETURN_IF_ERROR(WithPathPrefix(path, g.Validate()));
+    if (!planned) SLM_RETURN_IF_ERROR(WithContext(path, graph::PlanMemory(g)));
+    SLM_RETURN_IF_ERROR(WithContext(path, graph::CheckMemoryPlan(g)));
+    SLM_RETURN_IF_ERROR(WithContext(path, g.Validate()));
   }
   return Status::Ok();
 }
@@ -226,7 +222,7 @@ Status WriteArtifact(const std::string& path, ArtifactContents contents) {
   std::vector<graph::Graph*> method_ptrs;
   for (graph::Graph& g : methods) method_ptrs.push_back(&g);
   Result<std::vector<graph::LiftedConstant>> lifted = graph::LiftConstants(method_ptrs);
-  if (!lifted.ok()) return WithPathPrefix(path, lifted.status());
+  if (!lifted.ok()) return WithContext(path, lifted.status());
   SLM_RETURN_IF_ERROR(PrepareMethods(path, methods));
 
   ProgramParts parts;
@@ -236,7 +232,7 @@ Status WriteArtifact(const std::string& path, ArtifactContents contents) {
   for (const graph::Graph& g : methods) parts.methods.push_back(&g);
   const uint64_t data_size = LayOutConstants(*lifted, &parts.constants);
   Result<std::string> program = SerializeProgram(parts);
-  if (!program.ok()) return WithPathPrefix(path, program.status());
+  if (!program.ok()) return WithContext(path, program.status());
 
   ArtifactHeader header;
   header.program_size = program->size();

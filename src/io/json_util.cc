@@ -24,6 +24,12 @@ Result<json> ReadJsonFile(const std::string& path) {
   return ParseJson(text, path);
 }
 
+bool BoolFieldOr(const json& obj, const char* key, bool fallback) {
+  if (!obj.is_object()) return fallback;
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_boolean() ? it->get<bool>() : fallback;
+}
+
 std::string DescribeJson(const json& value) {
   constexpr size_t kMaxShown = 60;
   std::string text;

@@ -24,6 +24,11 @@ Result<nlohmann::json> ReadJsonFile(const std::string& path);
 // Long values are cut short.
 std::string DescribeJson(const nlohmann::json& value);
 
+// Lenient read of an optional flag: `obj[key]` when `obj` is an object holding a boolean there,
+// else `fallback` (absent, null or another type). For tokenizer.json flags, where transformers
+// also falls back to the default instead of failing.
+bool BoolFieldOr(const nlohmann::json& obj, const char* key, bool fallback);
+
 // Conversions of one value. `what` names it in the message (e.g. "config.json: field
 // 'hidden_size'"); `code` is the error code on a type or range mismatch.
 Result<int64_t> JsonToInt64(const nlohmann::json& v, const std::string& what, ErrorCode code);

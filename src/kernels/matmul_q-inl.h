@@ -314,13 +314,7 @@ void QuantizeRowsI8(const float* HWY_RESTRICT x, int8_t* HWY_RESTRICT xq, float*
       hn::StoreU(hn::DemoteTo(d8, hn::DemoteTo(d16, q)), d8, qr + i);
     }
     for (; i < k; ++i) qr[i] = static_cast<int8_t>(std::clamp(std::nearbyint(xr[i] * inv), -127.0f, 127.0f));
-    if (group_sums != nullptr) {
-      for (size_t g = 0; g < k / size_t(G); ++g) {
-        int32_t s = 0;
-        for (size_t j = g * size_t(G); j < (g + 1) * size_t(G); ++j) s += qr[j];
-        group_sums[r * (k / size_t(G)) + g] = s;
-      }
-    }
+    if (group_sums != nullptr) reference::GroupSumsI8(qr, K, G, group_sums + r * (k / size_t(G)));
   }
 }
 

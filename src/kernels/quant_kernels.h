@@ -70,6 +70,9 @@ void MatMulQ4(const float* x, const uint8_t* w, const float* scales, const float
               const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G);
 void QuantizeRowsI8(const float* x, int8_t* xq, float* xscale, int32_t* group_sums, int64_t R,
                     int64_t K, int64_t G);
+// sums[g] = Σ xq_row[g·G .. (g+1)·G) for the K/G groups of one quantized row (exact; the SIMD
+// quantizer calls it too).
+void GroupSumsI8(const int8_t* xq_row, int64_t K, int64_t G, int32_t* sums);
 void MatMulQ8Dyn(const int8_t* xq, const float* xscale, const int8_t* w, const float* scales,
                  const float* bias, float* y, int64_t R, int64_t K, int64_t N);
 void MatMulQ4Dyn(const int8_t* xq, const float* xscale, const int32_t* group_sums,

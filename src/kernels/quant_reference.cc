@@ -48,13 +48,15 @@ void QuantizeRowsI8(const float* x, int8_t* xq, float* xscale, int32_t* group_su
       const float q = std::nearbyint(xr[k] * inv);
       qr[k] = static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f));
     }
-    if (group_sums != nullptr) {
-      for (int64_t g = 0; g < K / G; ++g) {
-        int32_t s = 0;
-        for (int64_t k = g * G; k < (g + 1) * G; ++k) s += qr[k];
-        group_sums[r * (K / G) + g] = s;
-      }
-    }
+    if (group_sums != nullptr) GroupSumsI8(qr, K, G, group_sums + r * (K / G));
+  }
+}
+
+void GroupSumsI8(const int8_t* xq_row, int64_t K, int64_t G, int32_t* sums) {
+  for (int64_t g = 0; g < K / G; ++g) {
+    int32_t s = 0;
+    for (int64_t k = g * G; k < (g + 1) * G; ++k) s += xq_row[k];
+    sums[g] = s;
   }
 }
 

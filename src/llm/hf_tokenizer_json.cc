@@ -10,12 +10,6 @@ namespace {
 
 using nlohmann::json;
 
-bool BoolOr(const json& obj, const char* key, bool fallback) {
-  if (!obj.is_object()) return fallback;
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_boolean() ? it->get<bool>() : fallback;
-}
-
 Result<AddedToken> ParseAddedToken(const json& j, const std::string& where) {
   if (!j.is_object()) return ParseError(where + " is " + io::DescribeJson(j) + ", expected an object");
   AddedToken a;
@@ -28,12 +22,12 @@ Result<AddedToken> ParseAddedToken(const json& j, const std::string& where) {
     if (!id->is_number_integer()) return ParseError(where + ".id is " + io::DescribeJson(*id) + ", expected an integer");
     a.id = id->get<int32_t>();
   }
-  a.special = BoolOr(j, "special", false);
-  a.lstrip = BoolOr(j, "lstrip", false);
-  a.rstrip = BoolOr(j, "rstrip", false);
+  a.special = io::BoolFieldOr(j, "special", false);
+  a.lstrip = io::BoolFieldOr(j, "lstrip", false);
+  a.rstrip = io::BoolFieldOr(j, "rstrip", false);
   // tokenizers' default: normalized unless special.
-  a.normalized = BoolOr(j, "normalized", !a.special);
-  a.single_word = BoolOr(j, "single_word", false);
+  a.normalized = io::BoolFieldOr(j, "normalized", !a.special);
+  a.single_word = io::BoolFieldOr(j, "single_word", false);
   return a;
 }
 
@@ -75,7 +69,7 @@ Result<DecoderConfig> ParseDecoder(const json& j, const std::string& source) {
     } else if (type == "Metaspace") {
       const std::string replacement = step->value("replacement", "\xE2\x96\x81");
       d.replacements.emplace_back(replacement, " ");
-      bool prefix = BoolOr(*step, "add_prefix_space", true);
+      bool prefix = io::BoolFieldOr(*step, "add_prefix_space", true);
       if (auto s = step->find("prepend_scheme"); s != step->end() && s->is_string()) {
         prefix = s->get<std::string>() != "never";
       }
@@ -291,9 +285,9 @@ Result<std::unique_ptr<BpeTokenizer>> LoadHfTokenizerJson(std::string_view json_
       }
     }
   }
-  c.model.byte_fallback = BoolOr(model, "byte_fallback", false);
-  c.model.fuse_unk = BoolOr(model, "fuse_unk", false);
-  c.model.ignore_merges = BoolOr(model, "ignore_merges", false);
+  c.model.byte_fallback = io::BoolFieldOr(model, "byte_fallback", false);
+  c.model.fuse_unk = io::BoolFieldOr(model, "fuse_unk", false);
+  c.model.ignore_merges = io::BoolFieldOr(model, "ignore_merges", false);
   if (auto it = model.find("unk_token"); it != model.end() && it->is_string()) c.model.unk_token = it->get<std::string>();
 
   if (auto it = root.find("added_tokens"); it != root.end() && it->is_array()) {
@@ -342,7 +336,7 @@ Result<std::unique_ptr<BpeTokenizer>> LoadVocabMergesTokenizer(std::string_view 
   const json& config = side.tokenizer_config;
   std::string cls = config.is_object() ? config.value("tokenizer_class", "") : "";
   if (cls.ends_with("Fast")) cls.resize(cls.size() - 4);
-  const bool add_prefix_space = BoolOr(config, "add_prefix_space", false);
+  const bool add_prefix_space = io::BoolFieldOr(config, "add_prefix_space", false);
   std::string_view pattern;
   if (cls == "Qwen2Tokenizer") {
     pattern = kQwen2Pattern;

@@ -30,11 +30,6 @@ Result<std::string> StringField(const json& obj, const char* key, const std::str
   return it->get<std::string>();
 }
 
-bool FlagOr(const json& obj, const char* key, bool fallback) {
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_boolean() ? it->get<bool>() : fallback;
-}
-
 // tokenizer.json pattern: {"String": "..."} (a literal) or {"Regex": "..."}.
 Result<std::shared_ptr<const Regex>> ParsePattern(const json& obj, const std::string& source,
                                                   const std::string& field) {
@@ -278,8 +273,8 @@ Result<std::unique_ptr<Normalizer>> ParseNormalizerImpl(const json& j, const std
   if (type == "Lowercase") return std::unique_ptr<Normalizer>(new LowercaseNormalizer());
   if (type == "Strip") {
     auto n = std::make_unique<StripNormalizer>();
-    n->left = FlagOr(j, "strip_left", true);
-    n->right = FlagOr(j, "strip_right", true);
+    n->left = io::BoolFieldOr(j, "strip_left", true);
+    n->right = io::BoolFieldOr(j, "strip_right", true);
     return std::unique_ptr<Normalizer>(std::move(n));
   }
   return Unsupported(source + ": " + field + " type '" + type +
@@ -311,13 +306,13 @@ Result<std::unique_ptr<PreTokenizer>> ParsePreTokenizerImpl(const json& j, const
     auto p = std::make_unique<SplitPreTokenizer>();
     SLM_ASSIGN_OR_RETURN(p->regex, ParsePattern(j, source, field));
     SLM_ASSIGN_OR_RETURN(p->behavior, ParseBehavior(j, source, field, SplitBehavior::kIsolated));
-    p->invert = FlagOr(j, "invert", false);
+    p->invert = io::BoolFieldOr(j, "invert", false);
     return std::unique_ptr<PreTokenizer>(std::move(p));
   }
   if (type == "ByteLevel") {
     auto p = std::make_unique<ByteLevelPreTokenizer>();
-    p->add_prefix_space = FlagOr(j, "add_prefix_space", true);
-    if (FlagOr(j, "use_regex", true)) {
+    p->add_prefix_space = io::BoolFieldOr(j, "add_prefix_space", true);
+    if (io::BoolFieldOr(j, "use_regex", true)) {
       SLM_ASSIGN_OR_RETURN(p->regex, Regex::Compile(kGpt2Pattern, where + " (GPT-2 regex)"));
     }
     return std::unique_ptr<PreTokenizer>(std::move(p));
@@ -334,10 +329,10 @@ Result<std::unique_ptr<PreTokenizer>> ParsePreTokenizerImpl(const json& j, const
       else if (s == "never") p->prepend = MetaspacePreTokenizer::Prepend::kNever;
       else return ParseError(where + ".prepend_scheme is '" + s + "', expected always, first or never");
     } else {
-      p->prepend = FlagOr(j, "add_prefix_space", true) ? MetaspacePreTokenizer::Prepend::kAlways
+      p->prepend = io::BoolFieldOr(j, "add_prefix_space", true) ? MetaspacePreTokenizer::Prepend::kAlways
                                                        : MetaspacePreTokenizer::Prepend::kNever;
     }
-    if (FlagOr(j, "split", true)) {
+    if (io::BoolFieldOr(j, "split", true)) {
       SLM_ASSIGN_OR_RETURN(p->split, Regex::Literal(p->replacement, where + ".replacement"));
     }
     return std::unique_ptr<PreTokenizer>(std::move(p));
@@ -345,7 +340,7 @@ Result<std::unique_ptr<PreTokenizer>> ParsePreTokenizerImpl(const json& j, const
   if (type == "Digits") {
     auto p = std::make_unique<SplitPreTokenizer>();
     SLM_ASSIGN_OR_RETURN(p->regex, Regex::Compile(R"(\p{N})", where));
-    p->behavior = FlagOr(j, "individual_digits", false) ? SplitBehavior::kIsolated
+    p->behavior = io::BoolFieldOr(j, "individual_digits", false) ? SplitBehavior::kIsolated
                                                         : SplitBehavior::kContiguous;
     return std::unique_ptr<PreTokenizer>(std::move(p));
   }

@@ -397,7 +397,7 @@ Result<RopeSpec> ParseRope(const JsonObject& c, int64_t head_dim, double theta_d
     }
   }
   Status valid = ValidateRopeSpec(rope);
-  if (!valid.ok()) return Status(valid.code(), c.source() + ": " + valid.message());
+  if (!valid.ok()) return WithContext(c.source(), valid);
   return rope;
 }
 
