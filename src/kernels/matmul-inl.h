@@ -112,9 +112,9 @@ HWY_NOINLINE inline void F32PanelColumns(const float* x, const float* w, const f
 // inline: matmul_q-inl.h includes this file too (for MatMulRows), in another translation unit.
 inline void MatMulF32Columns(const float* x, const float* w, const float* bias, float* y, int64_t R,
                              int64_t K, int64_t N, int64_t n_begin, int64_t n_end) {
+  if (size_t(R) >= PanelWidth()) return F32PanelColumns(x, w, bias, y, R, K, N, n_begin, n_end);
   const size_t rows4 = size_t(R) / 4 * 4;
   const size_t k = size_t(K), n = size_t(N), nb = size_t(n_begin), ne = size_t(n_end);
-  if (size_t(R) >= PanelWidth()) return F32PanelColumns(x, w, bias, y, R, K, N, n_begin, n_end);
   MatMulRows<4, kFourRowTileCols>(x, w, bias, y, k, n, 0, rows4, nb, ne);
   switch (size_t(R) - rows4) {  // leftover rows as one block of 1..3 rows
     case 1: MatMulRows<1, kOneRowTileCols>(x, w, bias, y, k, n, rows4, rows4 + 1, nb, ne); break;

@@ -261,13 +261,13 @@ bool MatMulQ8DynColumnsVnni(const int8_t* xq, const float* xscale, const int8_t*
                             const float* scales, const float* bias, float* y, int64_t R, int64_t K,
                             int64_t N, int64_t n_begin, int64_t n_end) {
   if (!VnniAvailable() || K % 64 != 0) return false;
-  if (R >= kVnniPanelRows) {
-    MatMulQ8DynPanelVnni(xq, xscale, w, scales, bias, y, R, K, N, n_begin, n_end);
-    return true;
-  }
   const size_t k = size_t(K), rows = size_t(R);
   int32_t* xsum = reinterpret_cast<int32_t*>(Scratch(rows * sizeof(int32_t)));
   RowSums(xq, xsum, rows, k);
+  if (R >= kVnniPanelRows) {
+    MatMulQ8DynPanelVnni(xq, xscale, xsum, w, scales, bias, y, R, K, N, n_begin, n_end);
+    return true;
+  }
   ForTiles<Q8Call>(rows, size_t(n_begin), size_t(n_end), xq, xscale, static_cast<const int32_t*>(xsum), w,
                    scales, bias, y, k, size_t(N));
   return true;

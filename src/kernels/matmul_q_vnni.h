@@ -28,11 +28,12 @@ bool MatMulQ4DynColumnsVnni(const int8_t* xq, const float* xscale, const int32_t
 
 // Prefill-shaped products (R >= kVnniPanelRows) go to the panel GEMMs of
 // matmul_q_vnni_panel.cc: same contracts, called by the two functions above once they have
-// checked VNNI, K % 64 == 0 and the group (G % 32 == 0).
+// checked VNNI, K % 64 == 0 and the group (G % 32 == 0). Q8 also takes xsum [R] = Σ_k xq[r, k],
+// which the caller computed for its own tiles anyway.
 constexpr int64_t kVnniPanelRows = 32;
-void MatMulQ8DynPanelVnni(const int8_t* xq, const float* xscale, const int8_t* w,
-                          const float* scales, const float* bias, float* y, int64_t R, int64_t K,
-                          int64_t N, int64_t n_begin, int64_t n_end);
+void MatMulQ8DynPanelVnni(const int8_t* xq, const float* xscale, const int32_t* xsum,
+                          const int8_t* w, const float* scales, const float* bias, float* y,
+                          int64_t R, int64_t K, int64_t N, int64_t n_begin, int64_t n_end);
 void MatMulQ4DynPanelVnni(const int8_t* xq, const float* xscale, const int32_t* group_sums,
                           const uint8_t* w, const float* scales, const float* offsets,
                           const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G,

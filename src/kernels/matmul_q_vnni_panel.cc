@@ -228,24 +228,17 @@ SLM_VNNI_TARGET void Q4PanelBlock(const Q4Args& s, size_t n) {
 
 }  // namespace
 
-void MatMulQ8DynPanelVnni(const int8_t* xq, const float* xscale, const int8_t* w,
-                          const float* scales, const float* bias, float* y, int64_t R, int64_t K,
-                          int64_t N, int64_t n_begin, int64_t n_end) {
+void MatMulQ8DynPanelVnni(const int8_t* xq, const float* xscale, const int32_t* xsum,
+                          const int8_t* w, const float* scales, const float* bias, float* y,
+                          int64_t R, int64_t K, int64_t N, int64_t n_begin, int64_t n_end) {
   const size_t rows = size_t(R), k = size_t(K), panels = (rows + kP - 1) / kP;
   const size_t xt_bytes = Align64(panels * kP * k), slab_bytes = Align64(kQ8M * k);
-  const size_t acc_bytes = Align64(kQ8M * kP * sizeof(int32_t));
-  uint8_t* scratch = PanelScratch(xt_bytes + slab_bytes + acc_bytes + rows * sizeof(int32_t));
+  uint8_t* scratch = PanelScratch(xt_bytes + slab_bytes + kQ8M * kP * sizeof(int32_t));
   Q8Args s{};
   s.xt = reinterpret_cast<int8_t*>(scratch);
   s.slab = scratch + xt_bytes;
   s.acc = reinterpret_cast<int32_t*>(scratch + xt_bytes + slab_bytes);
-  int32_t* xsum = reinterpret_cast<int32_t*>(scratch + xt_bytes + slab_bytes + acc_bytes);
   TransposeQuads(xq, rows, k, reinterpret_cast<int8_t*>(scratch));
-  for (size_t r = 0; r < rows; ++r) {
-    int32_t sum = 0;
-    for (size_t i = 0; i < k; ++i) sum += xq[r * k + i];
-    xsum[r] = sum;
-  }
   s.xsum = xsum;
   s.xscale = xscale;
   s.w = w;
