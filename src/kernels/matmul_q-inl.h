@@ -4,6 +4,7 @@
 // Weight-only (f32 activations):
 //  - R < 4 (decode): each weight row is streamed once and dequantized in registers (int → f32
 //    convert, then FMA), kN rows at a time for independent FMA chains. Memory-bound by design.
+//    Int4 on AVX-512 takes the nibble-plane kernel of matmul_q4_planes-inl.h instead.
 //    Each step also prefetches the same k of the next tile's rows (rows are contiguous: kN rows
 //    ahead): a tile's kN short streams (one row each) left the loads waiting on memory that the
 //    hardware prefetchers had not yet fetched; +12–30% decode tok/s on the 1B int8 and int4
@@ -32,6 +33,7 @@
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "kernels/matmul-inl.h"
+#include "kernels/matmul_q4_planes-inl.h"
 #include "kernels/quant_kernels.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -268,6 +270,12 @@ void MatMulQ4Columns(const float* x, const uint8_t* w, const float* scales, cons
     }
     return;
   }
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  if (Q4PlanesApply(k, g)) {
+    return Q4PlanesColumns(x, w, scales, offsets, bias, y, size_t(R), k, n, g, size_t(n_begin),
+                           size_t(n_end), SlabBuffer(k + k / g));
+  }
+#endif
   // 4 rows where there are 32 vector registers; x86 below AVX-512 has 16 (kN = 4 would spill).
   constexpr size_t kN = (HWY_ARCH_X86 && HWY_MAX_BYTES < 64) ? 2 : 4;
   for (size_t r = 0; r < size_t(R); ++r) {

@@ -13,11 +13,13 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #define SLM_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
+// Plain AVX-512F: inlinable into the VNNI functions and into Highway's AVX3 targets alike.
+#define SLM_AVX512F_TARGET __attribute__((target("avx512f")))
 
 namespace slm::kernels::vnni {
 
 // Horizontal sums (not _mm512_reduce_add_*: GCC 12 warns about their undefined-vector temporaries).
-SLM_VNNI_TARGET inline float ReduceAdd(__m512 v) {
+SLM_AVX512F_TARGET inline float ReduceAdd(__m512 v) {
   const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
   __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
   q = _mm_add_ps(q, _mm_movehl_ps(q, q));

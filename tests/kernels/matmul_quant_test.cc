@@ -169,6 +169,21 @@ TEST_P(QuantMatMulTest, Int4WeightOnlyMatchesReferenceForEveryGroupSize) {
   }
 }
 
+TEST_P(QuantMatMulTest, Int4WeightOnlyDecodeMatchesReferenceAcrossChunksAndTails) {
+  // Decode-sized R with K spanning whole 128-weight chunks plus tails of 32, 64 and 96 (the
+  // AVX-512 nibble-plane kernel's chunks and its scalar tail), N off its 4-row tiles.
+  for (int64_t G : {32, 64, 128}) {
+    for (int64_t K : {128, 160, 224, 256, 288, 640, 1152 + 96}) {
+      if (K % G != 0) continue;
+      for (int64_t R : {1, 2, 3}) {
+        for (int64_t N : {1, 3, 4, 5, 9, 13}) {
+          ASSERT_TRUE(Q4Matches(R, K, N, G, /*asym=*/(N + K / 32) % 2 == 0, (R + N) % 2 == 0, false));
+        }
+      }
+    }
+  }
+}
+
 TEST_P(QuantMatMulTest, Int4DynamicActivationMatchesReferenceForEveryGroupSize) {
   for (int64_t G : {32, 64, 128}) {
     for (int64_t R : {1, 2, 3, 4, 5, 9}) {
