@@ -75,6 +75,32 @@ void BM_AttentionDecode(benchmark::State& state) {
 }
 BENCHMARK(BM_AttentionDecode)->Arg(10)->Arg(2048)->Unit(benchmark::kMicrosecond);
 
+// Prefill attention: a chunk of T = 128 rows after `past` committed slots of an L = 1024 cache,
+// causal inside the chunk (row t sees the past slots and chunk rows 0..t). Args: past. Same
+// heads as above. Reports visible (row, head, column) scores per second.
+void BM_AttentionPrefill(benchmark::State& state) {
+  const int64_t L = 1024, T = 128, Hq = 32, Hkv = 8, hd = 64, past = state.range(0);
+  const auto q = Random(size_t(T * Hq * hd), 1), k = Random(size_t(T * Hkv * hd), 2);
+  const auto v = Random(size_t(T * Hkv * hd), 3);
+  const auto kc = Random(size_t(Hkv * L * hd), 4), vc = Random(size_t(Hkv * L * hd), 5);
+  std::vector<float> mask(size_t(T * (L + T)), -std::numeric_limits<float>::infinity());
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t c = 0; c < past; ++c) mask[size_t(t * (L + T) + c)] = 0.0f;
+    for (int64_t c = 0; c <= t; ++c) mask[size_t(t * (L + T) + L + c)] = 0.0f;
+  }
+  std::vector<float> out(size_t(T * Hq * hd)), scratch(size_t(L + T));
+  for (auto _ : state) {
+    slm::kernels::Attention(q.data(), k.data(), v.data(), kc.data(), vc.data(), mask.data(),
+                            out.data(), scratch.data(), T, L, Hq, Hkv, hd, 0.125f, 0.0f);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  const double scores = double(Hq) * double(T) * (double(past) + double(T + 1) / 2);
+  state.counters["scores/s"] = benchmark::Counter(scores * double(state.iterations()), benchmark::Counter::kIsRate);
+  state.SetLabel(ActiveSimdTarget());
+}
+BENCHMARK(BM_AttentionPrefill)->Arg(0)->Arg(384)->Unit(benchmark::kMicrosecond);
+
 // BM_AttentionDecode over int8 caches (cache format kv_int8_tokenhead_v1): same shapes, a
 // quarter of the cache bytes read per visible slot (plus one scale per row).
 void BM_AttentionQ8Decode(benchmark::State& state) {
@@ -216,7 +242,7 @@ void BM_MatMulQ4DynG32(benchmark::State& state) {
   if (vnni) state.SetLabel("AVX-512 VNNI");
 }
 
-#define SLM_QUANT_SHAPES ->Args({1, 2048, 2048})->Args({1, 2048, 8192})->Args({32, 2048, 2048})->Args({128, 2048, 2048})->Unit(benchmark::kMicrosecond)
+#define SLM_QUANT_SHAPES ->Args({1, 2048, 2048})->Args({1, 2048, 8192})->Args({1, 8192, 16384})->Args({32, 2048, 2048})->Args({128, 2048, 2048})->Unit(benchmark::kMicrosecond)
 BENCHMARK(BM_MatMulQ8) SLM_QUANT_SHAPES;
 BENCHMARK(BM_MatMulQ4G32) SLM_QUANT_SHAPES;
 #define SLM_DYN_SHAPES                                                                       \
