@@ -84,46 +84,59 @@ SLM_VNNI_TARGET inline void PanelSteps(const int8_t* xt, const uint8_t* w, size_
   }
 }
 
-// y[r, n + m] = out(acc[m][j], r, m) for the rows r = 32·p + j < R of panel p; row-major, so
-// each row of y gets kM contiguous stores.
-template <size_t kM, class T, class Out>
-inline void WriteRows(const T* acc, size_t p, size_t R, size_t N, size_t n, float* y, Out&& out) {
+// y[r, n + m] = out[m][j] for the rows r = 32·p + j < R of panel p (out: the tile's finished
+// f32 results); row-major, so each row of y gets kM contiguous stores.
+template <size_t kM>
+inline void WriteRows(const float* out, size_t p, size_t R, size_t N, size_t n, float* y) {
   const size_t rows = std::min(kP, R - p * kP);
   for (size_t j = 0; j < rows; ++j) {
-    const size_t r = p * kP + j;
-    float* yr = y + r * N + n;
-    for (size_t m = 0; m < kM; ++m) yr[m] = out(acc[m * kP + j], r, m);
+    float* yr = y + (p * kP + j) * N + n;
+    for (size_t m = 0; m < kM; ++m) yr[m] = out[m * kP + j];
   }
 }
 
+// Per-row factors of one panel as two vectors each (rows past R padded with zeros by the driver).
+struct PanelRows {
+  const int32_t* xsum;   // [32] Σ_k xq (Q8 only)
+  const float* xscale;   // [32]
+};
+
 // ---- Q8 ----
 
-// acc[m][j] = Σ_k (w[m, k] + 128) · x[j, k] for the 32 rows of one panel; w: kM unsigned rows.
+// out[m][j] = (Σ_k (w[m, k] + 128)·x[j, k] − 128·Σx[j]) · xscale[j] · scale[m] + bias[m] for the
+// 32 rows of one panel (w: kM unsigned rows), the epilogue in vector form over the 32 rows.
 template <size_t kM>
-SLM_VNNI_TARGET void Q8PanelTile(const int8_t* xt, const uint8_t* w, size_t K, int32_t* acc,
-                                 Prefetch pf) {
+SLM_VNNI_TARGET void Q8PanelTile(const int8_t* xt, const uint8_t* w, size_t K, PanelRows rows,
+                                 const float* scales, const float* bias, float* out, Prefetch pf) {
   __m512i a[kM], b[kM];
   #pragma GCC unroll 16
   for (size_t m = 0; m < kM; ++m) a[m] = b[m] = _mm512_setzero_si512();
   PanelSteps<kM>(xt, w, K, 0, K / 4, a, b, pf);
+  const __m512i c0 = _mm512_slli_epi32(_mm512_loadu_si512(rows.xsum), 7);
+  const __m512i c1 = _mm512_slli_epi32(_mm512_loadu_si512(rows.xsum + 16), 7);
+  const __m512 xs0 = _mm512_loadu_ps(rows.xscale), xs1 = _mm512_loadu_ps(rows.xscale + 16);
   #pragma GCC unroll 16
   for (size_t m = 0; m < kM; ++m) {
-    _mm512_storeu_si512(acc + m * kP, a[m]);
-    _mm512_storeu_si512(acc + m * kP + 16, b[m]);
+    const __m512 sc = _mm512_set1_ps(scales[m]);
+    const __m512 bm = _mm512_set1_ps(bias ? bias[m] : 0.0f);
+    const __m512 v0 = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(a[m], c0)), xs0), sc);
+    const __m512 v1 = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(b[m], c1)), xs1), sc);
+    _mm512_storeu_ps(out + m * kP, _mm512_add_ps(v0, bm));
+    _mm512_storeu_ps(out + m * kP + 16, _mm512_add_ps(v1, bm));
   }
 }
 
 struct Q8Args {
   const int8_t* xt;
-  const int32_t* xsum;  // [R] Σ_k xq[r, k]
-  const float* xscale;
+  const int32_t* xsum;  // [panels·32] Σ_k xq[r, k], zeros past R
+  const float* xscale;  // [panels·32], zeros past R
   const int8_t* w;
   const float* scales;
   const float* bias;
   float* y;
   size_t R, K, N;
   uint8_t* slab;  // [kQ8M, K]
-  int32_t* acc;   // [kQ8M, 32]
+  float* out;     // [kQ8M, 32]
 };
 
 // Columns [n, n + kM) for all R rows.
@@ -137,25 +150,26 @@ SLM_VNNI_TARGET void Q8PanelBlock(const Q8Args& s, size_t n) {
     }
   }
   // The next block's rows follow this one's in memory (rows past the end are never loaded:
-  // prefetches do not fault, but the range is clipped to the matrix anyway).
-  const size_t left = (s.N - n - kM) * s.K;
+  // prefetches do not fault, but the range is clipped to the matrix anyway). Prefetched during
+  // the last panel's tile: earlier, the panels after it (xt is 1 MB at 512 rows × K 2048) evicted
+  // the lines again before the next block's unpack.
+  const size_t left = (s.N - n - kM) * s.K, panels = (s.R + kP - 1) / kP;
   const Prefetch next{reinterpret_cast<const uint8_t*>(s.w + (n + kM) * s.K), std::min(left, kM * s.K)};
-  for (size_t p = 0; p * kP < s.R; ++p) {
-    Q8PanelTile<kM>(s.xt + p * kP * s.K, s.slab, s.K, s.acc, p == 0 ? next : Prefetch{});
-    WriteRows<kM>(s.acc, p, s.R, s.N, n, s.y, [&](int32_t acc, size_t r, size_t m) {
-      return float(acc - 128 * s.xsum[r]) * s.xscale[r] * s.scales[n + m] + (s.bias ? s.bias[n + m] : 0.0f);
-    });
+  for (size_t p = 0; p < panels; ++p) {
+    Q8PanelTile<kM>(s.xt + p * kP * s.K, s.slab, s.K, PanelRows{s.xsum + p * kP, s.xscale + p * kP},
+                    s.scales + n, s.bias ? s.bias + n : nullptr, s.out, p + 1 == panels ? next : Prefetch{});
+    WriteRows<kM>(s.out, p, s.R, s.N, n, s.y);
   }
 }
 
 // ---- Q4 ----
 
-// out[m][j] = Σ_g (scale[m, g] · Σ_{k∈g} q[m, k]·x[j, k] + offset[m, g] · gsum[g][j]) for the
-// 32 rows of one panel; w: kM rows of nibble values (0..15) as bytes.
+// out[m][j] = xscale[j] · Σ_g (scale[m, g] · Σ_{k∈g} q[m, k]·x[j, k] + offset[m, g] · gsum[g][j])
+// + bias[m] for the 32 rows of one panel; w: kM rows of nibble values (0..15) as bytes.
 template <size_t kM>
 SLM_VNNI_TARGET void Q4PanelTile(const int8_t* xt, const uint8_t* w, size_t K, size_t G,
                                  const float* scales, const float* offsets, const float* gsum,
-                                 float* out, Prefetch pf) {
+                                 PanelRows rows, const float* bias, float* out, Prefetch pf) {
   const size_t groups = K / G;
   __m512 f[kM], h[kM];
   #pragma GCC unroll 16
@@ -175,10 +189,12 @@ SLM_VNNI_TARGET void Q4PanelTile(const int8_t* xt, const uint8_t* w, size_t K, s
       h[m] = _mm512_fmadd_ps(gs1, vo, _mm512_fmadd_ps(_mm512_cvtepi32_ps(b[m]), vs, h[m]));
     }
   }
+  const __m512 xs0 = _mm512_loadu_ps(rows.xscale), xs1 = _mm512_loadu_ps(rows.xscale + 16);
   #pragma GCC unroll 16
   for (size_t m = 0; m < kM; ++m) {
-    _mm512_storeu_ps(out + m * kP, f[m]);
-    _mm512_storeu_ps(out + m * kP + 16, h[m]);
+    const __m512 bm = _mm512_set1_ps(bias ? bias[m] : 0.0f);
+    _mm512_storeu_ps(out + m * kP, _mm512_add_ps(_mm512_mul_ps(f[m], xs0), bm));
+    _mm512_storeu_ps(out + m * kP + 16, _mm512_add_ps(_mm512_mul_ps(h[m], xs1), bm));
   }
 }
 
@@ -198,7 +214,7 @@ SLM_VNNI_TARGET void UnpackQ4Row(const uint8_t* src, uint8_t* dst, size_t K) {
 struct Q4Args {
   const int8_t* xt;
   const float* gsum;  // [panels, groups, 32] group sums of xq as floats
-  const float* xscale;
+  const float* xscale;  // [panels·32], zeros past R
   const uint8_t* w;
   const float* scales;
   const float* offsets;
@@ -215,14 +231,13 @@ SLM_VNNI_TARGET void Q4PanelBlock(const Q4Args& s, size_t n) {
   for (size_t c = 0; c < kM; ++c) UnpackQ4Row(s.w + (n + c) * (s.K / 2), s.slab + c * s.K, s.K);
   const float* sc = s.scales + n * groups;
   const float* oc = s.offsets ? s.offsets + n * groups : nullptr;
-  const size_t left = (s.N - n - kM) * (s.K / 2);
+  const size_t left = (s.N - n - kM) * (s.K / 2), panels = (s.R + kP - 1) / kP;
   const Prefetch next{s.w + (n + kM) * (s.K / 2), std::min(left, kM * s.K / 2)};
-  for (size_t p = 0; p * kP < s.R; ++p) {
-    Q4PanelTile<kM>(s.xt + p * kP * s.K, s.slab, s.K, s.G, sc, oc, s.gsum + p * groups * kP, s.out,
-                    p == 0 ? next : Prefetch{});
-    WriteRows<kM>(s.out, p, s.R, s.N, n, s.y, [&](float acc, size_t r, size_t m) {
-      return acc * s.xscale[r] + (s.bias ? s.bias[n + m] : 0.0f);
-    });
+  for (size_t p = 0; p < panels; ++p) {  // prefetch in the last panel's tile, as for Q8
+    Q4PanelTile<kM>(s.xt + p * kP * s.K, s.slab, s.K, s.G, sc, oc, s.gsum + p * groups * kP,
+                    PanelRows{nullptr, s.xscale + p * kP}, s.bias ? s.bias + n : nullptr, s.out,
+                    p + 1 == panels ? next : Prefetch{});
+    WriteRows<kM>(s.out, p, s.R, s.N, n, s.y);
   }
 }
 
@@ -233,14 +248,21 @@ void MatMulQ8DynPanelVnni(const int8_t* xq, const float* xscale, const int32_t* 
                           int64_t R, int64_t K, int64_t N, int64_t n_begin, int64_t n_end) {
   const size_t rows = size_t(R), k = size_t(K), panels = (rows + kP - 1) / kP;
   const size_t xt_bytes = Align64(panels * kP * k), slab_bytes = Align64(kQ8M * k);
-  uint8_t* scratch = PanelScratch(xt_bytes + slab_bytes + kQ8M * kP * sizeof(int32_t));
+  const size_t out_bytes = Align64(kQ8M * kP * sizeof(float)), row_bytes = panels * kP * sizeof(float);
+  uint8_t* scratch = PanelScratch(xt_bytes + slab_bytes + out_bytes + 2 * row_bytes);
   Q8Args s{};
   s.xt = reinterpret_cast<int8_t*>(scratch);
   s.slab = scratch + xt_bytes;
-  s.acc = reinterpret_cast<int32_t*>(scratch + xt_bytes + slab_bytes);
+  s.out = reinterpret_cast<float*>(scratch + xt_bytes + slab_bytes);
+  int32_t* xsum_pad = reinterpret_cast<int32_t*>(scratch + xt_bytes + slab_bytes + out_bytes);
+  float* xscale_pad = reinterpret_cast<float*>(scratch + xt_bytes + slab_bytes + out_bytes + row_bytes);
   TransposeQuads(xq, rows, k, reinterpret_cast<int8_t*>(scratch));
-  s.xsum = xsum;
-  s.xscale = xscale;
+  for (size_t r = 0; r < panels * kP; ++r) {
+    xsum_pad[r] = r < rows ? xsum[r] : 0;
+    xscale_pad[r] = r < rows ? xscale[r] : 0.0f;
+  }
+  s.xsum = xsum_pad;
+  s.xscale = xscale_pad;
   s.w = w;
   s.scales = scales;
   s.bias = bias;
@@ -262,13 +284,15 @@ void MatMulQ4DynPanelVnni(const int8_t* xq, const float* xscale, const int32_t* 
   const size_t rows = size_t(R), k = size_t(K), panels = (rows + kP - 1) / kP;
   const size_t groups = k / size_t(G);
   const size_t xt_bytes = Align64(panels * kP * k), slab_bytes = Align64(kQ4M * k);
-  const size_t out_bytes = Align64(kQ4M * kP * sizeof(float));
-  uint8_t* scratch = PanelScratch(xt_bytes + slab_bytes + out_bytes + panels * groups * kP * sizeof(float));
+  const size_t out_bytes = Align64(kQ4M * kP * sizeof(float)), row_bytes = panels * kP * sizeof(float);
+  uint8_t* scratch = PanelScratch(xt_bytes + slab_bytes + out_bytes + row_bytes + panels * groups * kP * sizeof(float));
   Q4Args s{};
   s.xt = reinterpret_cast<int8_t*>(scratch);
   s.slab = scratch + xt_bytes;
   s.out = reinterpret_cast<float*>(scratch + xt_bytes + slab_bytes);
-  float* gsum = reinterpret_cast<float*>(scratch + xt_bytes + slab_bytes + out_bytes);
+  float* xscale_pad = reinterpret_cast<float*>(scratch + xt_bytes + slab_bytes + out_bytes);
+  for (size_t r = 0; r < panels * kP; ++r) xscale_pad[r] = r < rows ? xscale[r] : 0.0f;
+  float* gsum = reinterpret_cast<float*>(scratch + xt_bytes + slab_bytes + out_bytes + row_bytes);
   TransposeQuads(xq, rows, k, reinterpret_cast<int8_t*>(scratch));
   for (size_t p = 0; p < panels; ++p) {
     for (size_t g = 0; g < groups; ++g) {
@@ -279,7 +303,7 @@ void MatMulQ4DynPanelVnni(const int8_t* xq, const float* xscale, const int32_t* 
     }
   }
   s.gsum = gsum;
-  s.xscale = xscale;
+  s.xscale = xscale_pad;
   s.w = w;
   s.scales = scales;
   s.offsets = offsets;
