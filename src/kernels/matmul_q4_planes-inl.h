@@ -129,7 +129,9 @@ HWY_INLINE float TailBlocks(const float* HWY_RESTRICT x, const uint8_t* HWY_REST
 }
 
 // out[0..kN) = the dots of one permuted x row with kN weight rows streamed together, each step
-// prefetching the same chunk of the next tile's rows (rows are contiguous: kN rows ahead). Four
+// prefetching the same chunk of the next tile's rows (rows are contiguous: kN rows ahead) and,
+// once per line, the next tile's scales (unprefetched, the scale streams held the kernel to
+// 11–13 GB/s from DRAM on one thread; 15.3–15.7 with them, 1×8192×16384, A/B in one run). Four
 // interleaved rows decoded the 1B int4 artifact 1.3–1.6× faster than rows walked one at a time
 // with a 4-row-ahead prefetch (A/B in one run, 3 of 3 rounds; an earlier set of rounds on a
 // slower phase of this VM had favoured single rows by 3–26%).
@@ -148,6 +150,10 @@ HWY_INLINE void Q4PlanesTile(const float* HWY_RESTRICT x, const float* HWY_RESTR
     for (size_t r = 0; r < kN; ++r) {
       const uint8_t* wc = w + r * row_bytes + c * (kPlaneChunk / 2);
       _mm_prefetch(reinterpret_cast<const char*>(wc + kN * row_bytes), _MM_HINT_T0);
+      const size_t s = c * kPlaneChunk / G;  // this chunk's first scale index
+      if (s % 16 == 0) {  // a new line of the next tile's scales (a second stream per row)
+        _mm_prefetch(reinterpret_cast<const char*>(scales + (r + kN) * groups + s), _MM_HINT_T0);
+      }
       acc[r] = _mm512_fmadd_ps(ChunkScales<kScales>(scales + r * groups, c, G),
                                ChunkDot(wc, xp + c * kPlaneChunk, table), acc[r]);
     }
