@@ -79,7 +79,8 @@ HWY_INLINE __m512 ChunkScales(const float* HWY_RESTRICT scales, size_t c, size_t
     return _mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(_mm_loadu_ps(scales + 4 * c)));
   } else if constexpr (kScales == 2) {
     const __m512i lanes = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-    const __m128 two = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(scales + 2 * c)));
+    // 8 bytes that are only 4-byte aligned: _mm_loadl_epi64 (an unaligned load), not _mm_load_sd.
+    const __m128 two = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + 2 * c)));
     return _mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(two));
   } else {
     return _mm512_set1_ps(scales[c * kPlaneChunk / G]);
