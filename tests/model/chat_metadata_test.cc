@@ -112,7 +112,7 @@ TEST(ChatTemplates, TemplateFileThatIsNotUtf8IsRejectedNamingTheFile) {
   EXPECT_THAT(spec.status().message(), HasSubstr("byte 2"));
   // Overlong forms and surrogates are invalid too (Python's strict decoder); a BOM and 4-byte
   // characters are valid and kept.
-  for (const std::string bad : {std::string("\xC0\x80"), std::string("\xED\xA0\x80"), std::string("\xF4\x90\x80\x80")}) {
+  for (const std::string& bad : {std::string("\xC0\x80"), std::string("\xED\xA0\x80"), std::string("\xF4\x90\x80\x80")}) {
     testing::WriteFile(dir + "/chat_template.jinja", "x" + bad);
     EXPECT_EQ(LoadModelSpec(dir).status().code(), ErrorCode::kInvalidArgument);
   }

@@ -36,7 +36,9 @@ std::vector<float> ReferenceLogits(const std::string& dir, bool exact) {
     const io::TensorInfo* t = ckpt->Find(name);
     EXPECT_NE(t, nullptr) << name;
     std::vector<float> w(t ? t->nbytes / 4 : 0);
-    if (t) EXPECT_TRUE(io::SafetensorsCheckpoint::ReadAsF32(*t, w.data()).ok());
+    if (t) {
+      EXPECT_TRUE(io::SafetensorsCheckpoint::ReadAsF32(*t, w.data()).ok());
+    }
     return w;
   };
   namespace ref = kernels::reference;
