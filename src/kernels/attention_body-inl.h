@@ -46,22 +46,24 @@ HWY_INLINE hn::Vec<D> LoadF32(D d, const int8_t* HWY_RESTRICT p) {
   return hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(d8, p)));
 }
 
-// a·b over n floats; two accumulators halve the FMA dependency chain.
-HWY_INLINE float Dot(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, size_t n) {
+// Σ a[i]·float(b[i]) over n elements of an f32 or int8 row b; two accumulators halve the FMA
+// dependency chain.
+template <class Elem>
+HWY_INLINE float Dot(const float* HWY_RESTRICT a, const Elem* HWY_RESTRICT b, size_t n) {
   const hn::ScalableTag<float> d;
   const size_t NL = hn::Lanes(d);
   auto s0 = hn::Zero(d), s1 = hn::Zero(d);
   size_t i = 0;
   for (; i + 2 * NL <= n; i += 2 * NL) {
-    s0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), s0);
-    s1 = hn::MulAdd(hn::LoadU(d, a + i + NL), hn::LoadU(d, b + i + NL), s1);
+    s0 = hn::MulAdd(hn::LoadU(d, a + i), LoadF32(d, b + i), s0);
+    s1 = hn::MulAdd(hn::LoadU(d, a + i + NL), LoadF32(d, b + i + NL), s1);
   }
   if (i + NL <= n) {
-    s0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), s0);
+    s0 = hn::MulAdd(hn::LoadU(d, a + i), LoadF32(d, b + i), s0);
     i += NL;
   }
   float sum = hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1)));
-  for (; i < n; ++i) sum += a[i] * b[i];
+  for (; i < n; ++i) sum += a[i] * float(b[i]);
   return sum;
 }
 
@@ -87,27 +89,6 @@ HWY_INLINE void Dot4(const float* HWY_RESTRICT q, const Elem* const rows[4], siz
   for (; i < n; ++i) {
     for (size_t j = 0; j < 4; ++j) out[j] += q[i] * float(rows[j][i]);
   }
-}
-
-// Σ a[i]·float(b[i]) over n int8 b, the same two-accumulator scheme.
-HWY_INLINE float Dot(const float* HWY_RESTRICT a, const int8_t* HWY_RESTRICT b, size_t n) {
-  const hn::ScalableTag<float> df;
-  const hn::Rebind<int32_t, decltype(df)> di;
-  const hn::Rebind<int8_t, decltype(df)> d8;
-  const size_t NL = hn::Lanes(df);
-  auto s0 = hn::Zero(df), s1 = hn::Zero(df);
-  size_t i = 0;
-  for (; i + 2 * NL <= n; i += 2 * NL) {
-    s0 = hn::MulAdd(hn::LoadU(df, a + i), hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, b + i))), s0);
-    s1 = hn::MulAdd(hn::LoadU(df, a + i + NL), hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, b + i + NL))), s1);
-  }
-  if (i + NL <= n) {
-    s0 = hn::MulAdd(hn::LoadU(df, a + i), hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, b + i))), s0);
-    i += NL;
-  }
-  float sum = hn::GetLane(hn::SumOfLanes(df, hn::Add(s0, s1)));
-  for (; i < n; ++i) sum += a[i] * float(b[i]);
-  return sum;
 }
 
 // out[d0, d0 + kV·lanes) = inv_sum · Σ_c e[c]·v_c[d0, ...) over the visible columns, the kV
