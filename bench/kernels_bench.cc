@@ -53,73 +53,73 @@ BENCHMARK(BM_MatMulF32)
     ->Args({32, 512, 512})
     ->Unit(benchmark::kMicrosecond);
 
-// Decode attention over an L = 2048 cache with `visible` committed slots (+ the new token).
-// Args: visible. Llama-3.2-1B-like heads: Hq 32, Hkv 8, head_dim 64. Cost should scale with
-// `visible`, not with L.
-void BM_AttentionDecode(benchmark::State& state) {
-  const int64_t L = 2048, T = 1, Hq = 32, Hkv = 8, hd = 64, visible = state.range(0);
-  const auto q = Random(size_t(T * Hq * hd), 1), k = Random(size_t(T * Hkv * hd), 2);
-  const auto v = Random(size_t(T * Hkv * hd), 3);
-  const auto kc = Random(size_t(Hkv * L * hd), 4), vc = Random(size_t(Hkv * L * hd), 5);
-  std::vector<float> mask(size_t(L + T), -std::numeric_limits<float>::infinity());
-  for (int64_t c = 0; c < visible && c < L; ++c) mask[size_t(c)] = 0.0f;
-  mask[size_t(L)] = 0.0f;  // the new token sees itself
-  std::vector<float> out(size_t(T * Hq * hd)), scratch(size_t(L + T));
+// Attention benchmarks: Llama-3.2-1B-like heads (Hq 32, Hkv 8, head_dim 64) over an L-slot
+// cache. Random q [T, Hq·hd], k / v [T, Hkv·hd], k / v caches [Hkv, L, hd].
+constexpr int64_t kBenchHq = 32, kBenchHkv = 8, kBenchHd = 64;
+
+struct AttentionInputs {
+  std::vector<float> q, k, v, kc, vc;
+};
+
+AttentionInputs RandomAttentionInputs(int64_t T, int64_t L) {
+  return {Random(size_t(T * kBenchHq * kBenchHd), 1), Random(size_t(T * kBenchHkv * kBenchHd), 2),
+          Random(size_t(T * kBenchHkv * kBenchHd), 3), Random(size_t(kBenchHkv * L * kBenchHd), 4),
+          Random(size_t(kBenchHkv * L * kBenchHd), 5)};
+}
+
+// mask [T, L + T]: row t sees the first `past` cache slots and this call's rows 0..t.
+std::vector<float> ChunkMask(int64_t T, int64_t L, int64_t past) {
+  std::vector<float> mask(size_t(T * (L + T)), -std::numeric_limits<float>::infinity());
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t c = 0; c < past && c < L; ++c) mask[size_t(t * (L + T) + c)] = 0.0f;
+    for (int64_t c = 0; c <= t; ++c) mask[size_t(t * (L + T) + L + c)] = 0.0f;
+  }
+  return mask;
+}
+
+void TimeAttention(benchmark::State& state, int64_t T, int64_t L, int64_t past) {
+  const AttentionInputs in = RandomAttentionInputs(T, L);
+  const std::vector<float> mask = ChunkMask(T, L, past);
+  std::vector<float> out(size_t(T * kBenchHq * kBenchHd)), scratch(size_t(L + T));
   for (auto _ : state) {
-    slm::kernels::Attention(q.data(), k.data(), v.data(), kc.data(), vc.data(), mask.data(),
-                            out.data(), scratch.data(), T, L, Hq, Hkv, hd, 0.125f, 0.0f);
+    slm::kernels::Attention(in.q.data(), in.k.data(), in.v.data(), in.kc.data(), in.vc.data(), mask.data(),
+                            out.data(), scratch.data(), T, L, kBenchHq, kBenchHkv, kBenchHd, 0.125f, 0.0f);
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
   state.SetLabel(ActiveSimdTarget());
 }
+
+// Decode attention over an L = 2048 cache with `visible` committed slots (+ the new token).
+// Args: visible. Cost should scale with `visible`, not with L.
+void BM_AttentionDecode(benchmark::State& state) { TimeAttention(state, 1, 2048, state.range(0)); }
 BENCHMARK(BM_AttentionDecode)->Arg(10)->Arg(2048)->Unit(benchmark::kMicrosecond);
 
 // Prefill attention: a chunk of T = 128 rows after `past` committed slots of an L = 1024 cache,
-// causal inside the chunk (row t sees the past slots and chunk rows 0..t). Args: past. Same
-// heads as above. Reports visible (row, head, column) scores per second.
+// causal inside the chunk. Args: past. Reports visible (row, head, column) scores per second.
 void BM_AttentionPrefill(benchmark::State& state) {
-  const int64_t L = 1024, T = 128, Hq = 32, Hkv = 8, hd = 64, past = state.range(0);
-  const auto q = Random(size_t(T * Hq * hd), 1), k = Random(size_t(T * Hkv * hd), 2);
-  const auto v = Random(size_t(T * Hkv * hd), 3);
-  const auto kc = Random(size_t(Hkv * L * hd), 4), vc = Random(size_t(Hkv * L * hd), 5);
-  std::vector<float> mask(size_t(T * (L + T)), -std::numeric_limits<float>::infinity());
-  for (int64_t t = 0; t < T; ++t) {
-    for (int64_t c = 0; c < past; ++c) mask[size_t(t * (L + T) + c)] = 0.0f;
-    for (int64_t c = 0; c <= t; ++c) mask[size_t(t * (L + T) + L + c)] = 0.0f;
-  }
-  std::vector<float> out(size_t(T * Hq * hd)), scratch(size_t(L + T));
-  for (auto _ : state) {
-    slm::kernels::Attention(q.data(), k.data(), v.data(), kc.data(), vc.data(), mask.data(),
-                            out.data(), scratch.data(), T, L, Hq, Hkv, hd, 0.125f, 0.0f);
-    benchmark::DoNotOptimize(out.data());
-    benchmark::ClobberMemory();
-  }
-  const double scores = double(Hq) * double(T) * (double(past) + double(T + 1) / 2);
+  const int64_t T = 128, past = state.range(0);
+  TimeAttention(state, T, 1024, past);
+  const double scores = double(kBenchHq) * double(T) * (double(past) + double(T + 1) / 2);
   state.counters["scores/s"] = benchmark::Counter(scores * double(state.iterations()), benchmark::Counter::kIsRate);
-  state.SetLabel(ActiveSimdTarget());
 }
 BENCHMARK(BM_AttentionPrefill)->Arg(0)->Arg(384)->Unit(benchmark::kMicrosecond);
 
 // BM_AttentionDecode over int8 caches (cache format kv_int8_tokenhead_v1): same shapes, a
 // quarter of the cache bytes read per visible slot (plus one scale per row).
 void BM_AttentionQ8Decode(benchmark::State& state) {
-  const int64_t L = 2048, T = 1, Hq = 32, Hkv = 8, hd = 64, visible = state.range(0);
-  const auto q = Random(size_t(T * Hq * hd), 1), k = Random(size_t(T * Hkv * hd), 2);
-  const auto v = Random(size_t(T * Hkv * hd), 3);
-  const auto kc = Random(size_t(Hkv * L * hd), 4), vc = Random(size_t(Hkv * L * hd), 5);
-  std::vector<int8_t> k8(k.size()), v8(v.size()), kc8(kc.size()), vc8(vc.size());
+  const int64_t L = 2048, T = 1, Hq = kBenchHq, Hkv = kBenchHkv, hd = kBenchHd;
+  const AttentionInputs in = RandomAttentionInputs(T, L);
+  std::vector<int8_t> k8(in.k.size()), v8(in.v.size()), kc8(in.kc.size()), vc8(in.vc.size());
   std::vector<float> ks(size_t(T * Hkv)), vs(ks.size()), kcs(size_t(Hkv * L)), vcs(kcs.size());
-  slm::kernels::QuantizeKvRows(k.data(), k8.data(), ks.data(), T, Hkv, hd);
-  slm::kernels::QuantizeKvRows(v.data(), v8.data(), vs.data(), T, Hkv, hd);
-  slm::kernels::QuantizeKvRows(kc.data(), kc8.data(), kcs.data(), Hkv * L, 1, hd);
-  slm::kernels::QuantizeKvRows(vc.data(), vc8.data(), vcs.data(), Hkv * L, 1, hd);
-  std::vector<float> mask(size_t(L + T), -std::numeric_limits<float>::infinity());
-  for (int64_t c = 0; c < visible && c < L; ++c) mask[size_t(c)] = 0.0f;
-  mask[size_t(L)] = 0.0f;
+  slm::kernels::QuantizeKvRows(in.k.data(), k8.data(), ks.data(), T, Hkv, hd);
+  slm::kernels::QuantizeKvRows(in.v.data(), v8.data(), vs.data(), T, Hkv, hd);
+  slm::kernels::QuantizeKvRows(in.kc.data(), kc8.data(), kcs.data(), Hkv * L, 1, hd);
+  slm::kernels::QuantizeKvRows(in.vc.data(), vc8.data(), vcs.data(), Hkv * L, 1, hd);
+  const std::vector<float> mask = ChunkMask(T, L, state.range(0));
   std::vector<float> out(size_t(T * Hq * hd)), scratch(size_t(L + T));
   for (auto _ : state) {
-    slm::kernels::AttentionQ8(q.data(), k8.data(), ks.data(), v8.data(), vs.data(), kc8.data(), kcs.data(),
+    slm::kernels::AttentionQ8(in.q.data(), k8.data(), ks.data(), v8.data(), vs.data(), kc8.data(), kcs.data(),
                               vc8.data(), vcs.data(), mask.data(), out.data(), scratch.data(), T, L, Hq, Hkv, hd,
                               0.125f, 0.0f);
     benchmark::DoNotOptimize(out.data());
