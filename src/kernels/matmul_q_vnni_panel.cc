@@ -39,6 +39,13 @@ uint8_t* PanelScratch(size_t bytes) {
 
 size_t Align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
+// dst[padded] = src[rows] followed by zeros: per-row factors sized to whole panels, so a tile
+// loads its panel's 32 of them as vectors.
+template <class T>
+void PadToPanels(const T* src, size_t rows, size_t padded, T* dst) {
+  for (size_t r = 0; r < padded; ++r) dst[r] = r < rows ? src[r] : T(0);
+}
+
 // xt[p][q][j] (4 bytes) = xq[p·32 + j, 4q .. 4q + 3], zeros for rows >= R. K % 4 == 0.
 void TransposeQuads(const int8_t* xq, size_t R, size_t K, int8_t* xt) {
   const size_t quads = K / 4, panels = (R + kP - 1) / kP;
@@ -257,10 +264,8 @@ void MatMulQ8DynPanelVnni(const int8_t* xq, const float* xscale, const int32_t* 
   int32_t* xsum_pad = reinterpret_cast<int32_t*>(scratch + xt_bytes + slab_bytes + out_bytes);
   float* xscale_pad = reinterpret_cast<float*>(scratch + xt_bytes + slab_bytes + out_bytes + row_bytes);
   TransposeQuads(xq, rows, k, reinterpret_cast<int8_t*>(scratch));
-  for (size_t r = 0; r < panels * kP; ++r) {
-    xsum_pad[r] = r < rows ? xsum[r] : 0;
-    xscale_pad[r] = r < rows ? xscale[r] : 0.0f;
-  }
+  PadToPanels(xsum, rows, panels * kP, xsum_pad);
+  PadToPanels(xscale, rows, panels * kP, xscale_pad);
   s.xsum = xsum_pad;
   s.xscale = xscale_pad;
   s.w = w;
@@ -291,7 +296,7 @@ void MatMulQ4DynPanelVnni(const int8_t* xq, const float* xscale, const int32_t* 
   s.slab = scratch + xt_bytes;
   s.out = reinterpret_cast<float*>(scratch + xt_bytes + slab_bytes);
   float* xscale_pad = reinterpret_cast<float*>(scratch + xt_bytes + slab_bytes + out_bytes);
-  for (size_t r = 0; r < panels * kP; ++r) xscale_pad[r] = r < rows ? xscale[r] : 0.0f;
+  PadToPanels(xscale, rows, panels * kP, xscale_pad);
   float* gsum = reinterpret_cast<float*>(scratch + xt_bytes + slab_bytes + out_bytes + row_bytes);
   TransposeQuads(xq, rows, k, reinterpret_cast<int8_t*>(scratch));
   for (size_t p = 0; p < panels; ++p) {
