@@ -43,6 +43,29 @@ std::vector<int32_t> Prompt(int64_t n, int64_t vocab, int32_t bos) {
   return ids;
 }
 
+// K of a matmul op's weight (int4 weights store two per byte).
+int64_t MatMulDepth(const graph::Op& op, const graph::Value& w) {
+  return op.kind == graph::OpKind::kMatMulQ && op.ints[0] == 4 ? w.shape[1] * 2 : w.shape[1];
+}
+
+// FLOPs (2·N·K per row) of one call of a method's matmuls with constant weights, each counted
+// over the rows it actually computes: a prefill method with selected logits runs the vocab-sized
+// matmul on one row, not on all T.
+double MethodMatMulFlops(const graph::Graph& g) {
+  double flops = 0;
+  for (const graph::Op& op : g.ops) {
+    if (op.kind != graph::OpKind::kMatMul && op.kind != graph::OpKind::kMatMulQ) continue;
+    const graph::Value& w = g.values[size_t(op.inputs[1])];
+    if (w.kind != graph::ValueKind::kConstant) continue;
+    const graph::Value& x = g.values[size_t(op.inputs[0])];
+    const int64_t k = MatMulDepth(op, w);
+    int64_t elements = 1;
+    for (int64_t d : x.shape) elements *= d;
+    flops += 2.0 * double(w.shape[0]) * double(k) * double(elements / std::max<int64_t>(1, k));
+  }
+  return flops;
+}
+
 }  // namespace
 
 nlohmann::json BenchResult::ToJson() const {
@@ -57,6 +80,7 @@ nlohmann::json BenchResult::ToJson() const {
   j["decode_weight_bytes"] = decode_weight_bytes;
   j["decode_kv_bytes"] = decode_kv_bytes;
   j["flops_per_token"] = flops_per_token;
+  j["prefill_flops_per_token"] = prefill_flops_per_token;
   j["prefill_tok_s"] = nlohmann::json::object();
   for (const auto& [len, s] : prefill_tok_s) j["prefill_tok_s"][std::to_string(len)] = s.ToJson();
   j["decode_tok_s"] = decode_tok_s.ToJson();
@@ -71,7 +95,7 @@ nlohmann::json BenchResult::ToJson() const {
                      {"decode_fraction_of_bound", decode_tok_s.median / bound},
                      {"prefill_peak", dynamic_int8 ? "int8" : "f32"}};
     nlohmann::json pf = nlohmann::json::object();
-    for (const auto& [len, s] : prefill_tok_s) pf[std::to_string(len)] = s.median * flops_per_token / peak;
+    for (const auto& [len, s] : prefill_tok_s) pf[std::to_string(len)] = s.median * prefill_flops_per_token / peak;
     j["roofline"]["prefill_fraction_of_peak"] = pf;
   }
   return j;
@@ -102,7 +126,8 @@ std::string BenchResult::ToText() const {
     os << line;
     for (const auto& [len, s] : prefill_tok_s) {
       std::snprintf(line, sizeof line, "prefill %lld: %.1f%% of the %s peak (%.1f GFLOP/s)\n", (long long)len,
-                    100 * s.median * flops_per_token / peak, dynamic_int8 ? "int8" : "f32 FMA", s.median * flops_per_token / 1e9);
+                    100 * s.median * prefill_flops_per_token / peak, dynamic_int8 ? "int8" : "f32 FMA",
+                    s.median * prefill_flops_per_token / 1e9);
       os << line;
     }
   }
@@ -139,13 +164,24 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
         const graph::Value& v = g.values[size_t(op.inputs[i])];
         if (v.kind != graph::ValueKind::kConstant || (lookup && i >= 1)) continue;
         streamed.insert(v.constant_index);
-        if ((op.kind == graph::OpKind::kMatMul || op.kind == graph::OpKind::kMatMulQ) && i == 1) {
-          const int64_t n = v.shape[0], k = op.kind == graph::OpKind::kMatMulQ && op.ints[0] == 4 ? v.shape[1] * 2 : v.shape[1];
-          r.flops_per_token += 2.0 * double(n) * double(k);
-        }
       }
     }
     for (int32_t c : streamed) r.decode_weight_bytes += program->artifact().constants()[size_t(c)].nbytes;
+    r.flops_per_token = MethodMatMulFlops(g);
+  }
+  // Prefill FLOPs per prompt token: those of the widest prefill method's call over its T rows
+  // (the widest is what a long prompt runs through; a full chunk, no padding rows counted).
+  {
+    const io::MethodInfo* widest = nullptr;
+    for (const io::MethodInfo& m : meta.methods) {
+      if (m.role == "prefill" && (widest == nullptr || m.step > widest->step)) widest = &m;
+    }
+    if (widest != nullptr) {
+      SLM_ASSIGN_OR_RETURN(graph::Graph g, program->artifact().LoadMethod(widest->name));
+      r.prefill_flops_per_token = MethodMatMulFlops(g) / double(widest->step);
+    } else {
+      r.prefill_flops_per_token = r.flops_per_token;  // decode-only artifact: prompts go one token at a time
+    }
   }
 
   const int64_t vocab = session->vocab_size();

@@ -37,7 +37,9 @@ struct BenchResult {
   uint64_t artifact_bytes = 0;
   uint64_t decode_weight_bytes = 0;   // constants the decode method streams per token
   double decode_kv_bytes = 0;         // mean KV-cache bytes read per decode token
-  double flops_per_token = 0;         // 2 · matmul weight elements (attention excluded)
+  double flops_per_token = 0;         // decode: 2 · matmul weight elements (attention excluded)
+  double prefill_flops_per_token = 0; // a full prefill chunk's matmul FLOPs / its T (the vocab
+                                      // matmul runs on the selected row only)
   bool dynamic_int8 = false;          // 8da*: prefill compares with the int8 peak
   std::vector<std::pair<int64_t, Spread>> prefill_tok_s;  // per prompt length
   Spread decode_tok_s;

@@ -1,0 +1,110 @@
+// `staticlm bench` (llm::RunBench): the figures it derives from the artifact (FLOPs per token,
+// bytes streamed per decode token) against closed forms from the model's config, the shape of
+// its report, and its errors. Speeds themselves are not asserted (no timed tests).
+#include "llm/bench.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "e2e/artifacts.h"
+
+namespace slm::llm {
+namespace {
+
+using testing::CompiledArtifact;
+using testing::Stories;
+
+// Matmul weight elements of stories260K from its config.json: the transformer body, and the
+// vocab-sized output matmul (tied to the embedding table, but a matmul all the same).
+struct MatMulElements {
+  double body = 0, head = 0;
+};
+
+MatMulElements StoriesMatMulElements() {
+  std::ifstream f(Stories() + "/config.json");
+  const nlohmann::json c = nlohmann::json::parse(f);
+  const double d = c["hidden_size"], ffn = c["intermediate_size"], vocab = c["vocab_size"];
+  const double hd = c["head_dim"], hq = c["num_attention_heads"], hkv = c["num_key_value_heads"];
+  const double layers = c["num_hidden_layers"];
+  const double per_layer = d * hq * hd      // q
+                           + 2 * d * hkv * hd  // k, v
+                           + hq * hd * d       // o
+                           + 3 * d * ffn;      // gate, up, down
+  return {layers * per_layer, vocab * d};
+}
+
+BenchOptions Quick(std::vector<int64_t> prompt_lengths) {
+  BenchOptions o;
+  o.threads = 1;
+  o.prompt_lengths = std::move(prompt_lengths);
+  o.decode_tokens = 4;
+  o.repeats = 1;
+  return o;
+}
+
+TEST(BenchTest, PrefillFlopsCountTheVocabMatmulOncePerChunkNotPerToken) {
+  const std::string path = CompiledArtifact(Stories(), {16}, 128);
+  auto r = RunBench(path, Quick({16}));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const MatMulElements e = StoriesMatMulElements();
+  // Decode computes logits for its one token; a prefill chunk of 16 for its selected row only.
+  EXPECT_DOUBLE_EQ(r->flops_per_token, 2 * (e.body + e.head));
+  EXPECT_DOUBLE_EQ(r->prefill_flops_per_token, 2 * (e.body + e.head / 16));
+}
+
+TEST(BenchTest, PrefillFlopsComeFromTheWidestPrefillMethod) {
+  const std::string path = CompiledArtifact(Stories(), {8, 32}, 128);
+  auto r = RunBench(path, Quick({32}));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const MatMulElements e = StoriesMatMulElements();
+  EXPECT_DOUBLE_EQ(r->prefill_flops_per_token, 2 * (e.body + e.head / 32));
+}
+
+TEST(BenchTest, ReportsEveryPromptLengthDecodeAndTheBytesADecodeTokenReads) {
+  const std::string path = CompiledArtifact(Stories(), {16}, 128);
+  auto r = RunBench(path, Quick({16, 40}));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->prefill_tok_s.size(), 2u);
+  EXPECT_EQ(r->prefill_tok_s[0].first, 16);
+  EXPECT_EQ(r->prefill_tok_s[1].first, 40);
+  for (const auto& [len, s] : r->prefill_tok_s) {
+    EXPECT_GT(s.min, 0.0) << len;
+    EXPECT_LE(s.min, s.median);
+    EXPECT_LE(s.median, s.max);
+  }
+  EXPECT_GT(r->decode_tok_s.median, 0.0);
+  // f32 weights: every matmul weight is streamed once per token (the tied table also serves the
+  // embedding lookup, counted once), plus the RMSNorm weights (2 per layer + the final one) and
+  // RoPE's inverse frequencies (head_dim / 2).
+  const MatMulElements e = StoriesMatMulElements();
+  const double norms = (2 * 5 + 1) * 64, inv_freq = 8 / 2;
+  EXPECT_EQ(double(r->decode_weight_bytes), 4 * (e.body + e.head + norms + inv_freq));
+  // KV: 5 layers × K and V × 4 kv heads × 8 floats over the mean visible positions 1 + n / 2.
+  EXPECT_DOUBLE_EQ(r->decode_kv_bytes, 5 * 2 * 4 * 8 * 4.0 * (1.0 + 4 / 2.0));
+  const nlohmann::json j = r->ToJson();
+  EXPECT_TRUE(j.contains("prefill_flops_per_token"));
+  EXPECT_TRUE(j["prefill_tok_s"].contains("40"));
+  EXPECT_FALSE(j.contains("roofline"));  // not measured without --roofline
+}
+
+TEST(BenchTest, RejectsAPromptLongerThanTheContextNamingTheRange) {
+  const std::string path = CompiledArtifact(Stories(), {16}, 128);
+  auto r = RunBench(path, Quick({129}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("outside [1, 128]"), std::string::npos) << r.status().ToString();
+}
+
+TEST(BenchTest, RejectsZeroRepeatsAndZeroDecodeSteps) {
+  const std::string path = CompiledArtifact(Stories(), {16}, 128);
+  BenchOptions o = Quick({16});
+  o.repeats = 0;
+  EXPECT_FALSE(RunBench(path, o).ok());
+  o = Quick({16});
+  o.decode_tokens = 0;
+  EXPECT_FALSE(RunBench(path, o).ok());
+}
+
+}  // namespace
+}  // namespace slm::llm
