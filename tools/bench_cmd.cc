@@ -14,7 +14,7 @@ Action AddBench(CLI::App& app) {
     std::vector<int64_t> prompts = {128};
     int64_t n = 128;
     int repeats = 5;
-    bool roofline = false, json = false;
+    bool roofline = false, json = false, profile = false;
     double roofline_seconds = 1.0;
   };
   auto a = std::make_shared<Args>();
@@ -27,6 +27,7 @@ Action AddBench(CLI::App& app) {
   cmd->add_flag("--roofline", a->roofline, "also measure read bandwidth, f32 FMA and int8 peaks, and report fractions of them");
   cmd->add_option("--roofline-seconds", a->roofline_seconds, "seconds per roofline probe")->capture_default_str();
   cmd->add_flag("--json", a->json, "print all figures as one JSON object");
+  cmd->add_flag("--profile", a->profile, "also report where each method's time goes, per op kind and matmul weight role");
   return [a]() {
     llm::BenchOptions o;
     o.threads = a->threads;
@@ -35,6 +36,7 @@ Action AddBench(CLI::App& app) {
     o.repeats = a->repeats;
     o.roofline = a->roofline;
     o.roofline_seconds = a->roofline_seconds;
+    o.profile = a->profile;
     auto r = llm::RunBench(a->model, o);
     if (!r.ok()) return Fail(r.status());
     if (a->json) std::printf("%s\n", r->ToJson().dump(2).c_str());

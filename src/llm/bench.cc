@@ -3,8 +3,11 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -66,6 +69,56 @@ double MethodMatMulFlops(const graph::Graph& g) {
   return flops;
 }
 
+// "matmul_q mlp.down_proj" for a matmul (its weight's role, the layer index dropped: every
+// layer's projection sums into one entry), the op kind alone for the rest.
+std::string ProfileKey(const graph::Op& op) {
+  std::string key = graph::OpKindName(op.kind);
+  if (op.kind != graph::OpKind::kMatMul && op.kind != graph::OpKind::kMatMulQ) return key;
+  std::string role = op.debug;
+  const size_t layers = role.find("layers.");
+  if (layers != std::string::npos) {
+    size_t i = layers + 7;
+    while (i < role.size() && std::isdigit(static_cast<unsigned char>(role[i]))) ++i;
+    role = role.substr(i < role.size() && role[i] == '.' ? i + 1 : i);
+  }
+  const size_t rows = role.find(" rows ");  // a slice of a fused weight: "… rows 0+2048"
+  if (rows != std::string::npos) role.resize(rows);
+  return key + " " + role;
+}
+
+class ProfileObserver final : public runtime::OpObserver {
+ public:
+  void OnOp(const runtime::Method& m, size_t index, const graph::Op& op, int64_t start_ns, int64_t end_ns) override {
+    Totals& t = methods_[m.name()];
+    if (index == 0) ++t.calls;
+    t.ns[ProfileKey(op)] += end_ns - start_ns;
+  }
+  std::vector<MethodProfile> Profiles() const {
+    std::vector<MethodProfile> out;
+    for (const auto& [name, t] : methods_) {
+      MethodProfile p;
+      p.method = name;
+      p.calls = std::max<int64_t>(1, t.calls);
+      int64_t total = 0;
+      for (const auto& [key, ns] : t.ns) total += ns;
+      p.ms_per_call = double(total) / 1e6 / double(p.calls);
+      for (const auto& [key, ns] : t.ns) {
+        p.ops.push_back({key, double(ns) / 1e6 / double(p.calls), total > 0 ? double(ns) / double(total) : 0.0});
+      }
+      std::sort(p.ops.begin(), p.ops.end(), [](const auto& a, const auto& b) { return a.ms_per_call > b.ms_per_call; });
+      out.push_back(std::move(p));
+    }
+    return out;
+  }
+
+ private:
+  struct Totals {
+    int64_t calls = 0;
+    std::map<std::string, int64_t> ns;
+  };
+  std::map<std::string, Totals> methods_;
+};
+
 }  // namespace
 
 nlohmann::json BenchResult::ToJson() const {
@@ -98,6 +151,15 @@ nlohmann::json BenchResult::ToJson() const {
     for (const auto& [len, s] : prefill_tok_s) pf[std::to_string(len)] = s.median * prefill_flops_per_token / peak;
     j["roofline"]["prefill_fraction_of_peak"] = pf;
   }
+  if (!profile.empty()) {
+    nlohmann::json pj = nlohmann::json::object();
+    for (const MethodProfile& p : profile) {
+      nlohmann::json ops = nlohmann::json::array();
+      for (const auto& e : p.ops) ops.push_back({{"op", e.op}, {"ms_per_call", e.ms_per_call}, {"share", e.share}});
+      pj[p.method] = {{"calls", p.calls}, {"ms_per_call", p.ms_per_call}, {"ops", ops}};
+    }
+    j["profile"] = pj;
+  }
   return j;
 }
 
@@ -128,6 +190,25 @@ std::string BenchResult::ToText() const {
       std::snprintf(line, sizeof line, "prefill %lld: %.1f%% of the %s peak (%.1f GFLOP/s)\n", (long long)len,
                     100 * s.median * prefill_flops_per_token / peak, dynamic_int8 ? "int8" : "f32 FMA",
                     s.median * prefill_flops_per_token / 1e9);
+      os << line;
+    }
+  }
+  for (const MethodProfile& p : profile) {
+    std::snprintf(line, sizeof line, "profile %s: %lld calls, %.3f ms of ops per call\n", p.method.c_str(),
+                  (long long)p.calls, p.ms_per_call);
+    os << line;
+    double rest_ms = 0, rest_share = 0;
+    for (const auto& e : p.ops) {
+      if (e.share < 0.005) {  // the long tail in one line
+        rest_ms += e.ms_per_call;
+        rest_share += e.share;
+        continue;
+      }
+      std::snprintf(line, sizeof line, "  %-40s %9.3f ms %6.1f%%\n", e.op.c_str(), e.ms_per_call, 100 * e.share);
+      os << line;
+    }
+    if (rest_share > 0) {
+      std::snprintf(line, sizeof line, "  %-40s %9.3f ms %6.1f%%\n", "(ops under 0.5% each)", rest_ms, 100 * rest_share);
       os << line;
     }
   }
@@ -184,6 +265,12 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
     }
   }
 
+  // Installed for the calls of every repeat but the first (which pays the page faults of a
+  // freshly mapped artifact; with one repeat, that one). The 1-token start of a decode repeat
+  // is included: it is a decode call like the others.
+  ProfileObserver profiler;
+  auto profiled = [&](int rep) { return opt.profile && (rep > 0 || opt.repeats == 1); };
+
   const int64_t vocab = session->vocab_size();
   std::vector<float> logits(static_cast<size_t>(vocab));
   const int32_t bos = int32_t(meta.bos_id.value_or(1));
@@ -196,6 +283,8 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
     std::vector<double> rates;
     for (int rep = 0; rep < opt.repeats; ++rep) {
       session->Reset();
+      std::optional<runtime::ScopedOpObserver> profiling;
+      if (profiled(rep)) profiling.emplace(&profiler);
       const double s = NowMs();
       SLM_RETURN_IF_ERROR(session->Feed(prompt, logits));
       rates.push_back(double(len) / ((NowMs() - s) / 1000.0));
@@ -208,6 +297,8 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
   std::vector<double> rates;
   for (int rep = 0; rep < opt.repeats; ++rep) {
     session->Reset();
+    std::optional<runtime::ScopedOpObserver> profiling;
+    if (profiled(rep)) profiling.emplace(&profiler);
     const int32_t first = bos;
     SLM_RETURN_IF_ERROR(session->Feed(std::span<const int32_t>(&first, 1), logits));
     const double s = NowMs();
@@ -218,6 +309,7 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
     rates.push_back(double(n) / ((NowMs() - s) / 1000.0));
   }
   r.decode_tok_s = SpreadOf(rates);
+  if (opt.profile) r.profile = profiler.Profiles();
   // KV read per decode token: K and V of every layer over the visible positions (mean 1 + n/2);
   // int8 caches read one byte per element plus one f32 scale per (position, head) row.
   const bool q8_cache = meta.cache_format == io::kCacheFormatInt8;

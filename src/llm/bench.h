@@ -22,11 +22,26 @@ struct BenchOptions {
   bool roofline = false;                    // measure bandwidth / FMA / int8 peaks
   double roofline_seconds = 1.0;            // per probe
   uint64_t bandwidth_buffer_bytes = 1ull << 30;
+  bool profile = false;                     // time every op of the timed calls (per method)
 };
 
 struct Spread {
   double median = 0, min = 0, max = 0;
   nlohmann::json ToJson() const { return {{"median", median}, {"min", min}, {"max", max}}; }
+};
+
+// Where one method's time goes (--profile): the timed calls' ops grouped by kind, matmuls also
+// by weight role ("matmul_q mlp.gate_proj": every layer's gate projection together).
+struct MethodProfile {
+  struct Entry {
+    std::string op;
+    double ms_per_call = 0;
+    double share = 0;  // of the method's op time
+  };
+  std::string method;
+  int64_t calls = 0;
+  double ms_per_call = 0;     // sum of its ops' times
+  std::vector<Entry> ops;     // by time, largest first
 };
 
 struct BenchResult {
@@ -46,6 +61,7 @@ struct BenchResult {
   // Roofline (0 when not measured).
   double bandwidth_bytes_s = 0, fma_flop_s = 0, int8_op_s = 0;
   std::string int8_peak_instruction;  // what the int8 probe ran: the dynamic kernels' inner op
+  std::vector<MethodProfile> profile;  // --profile only
   nlohmann::json ToJson() const;
   std::string ToText() const;
 };

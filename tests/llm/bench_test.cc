@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "e2e/artifacts.h"
@@ -104,6 +105,43 @@ TEST(BenchTest, RejectsZeroRepeatsAndZeroDecodeSteps) {
   o = Quick({16});
   o.decode_tokens = 0;
   EXPECT_FALSE(RunBench(path, o).ok());
+}
+
+TEST(BenchTest, ProfileSplitsEachMethodsTimeByOpKindAndMatmulRoleOverTheWarmRepeats) {
+  const std::string path = CompiledArtifact(Stories(), {16}, 128);
+  BenchOptions o = Quick({32});
+  o.repeats = 3;
+  o.profile = true;
+  auto r = RunBench(path, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->profile.size(), 2u);  // by method name: decode, prefill
+  for (const MethodProfile& p : r->profile) {
+    // Repeats 2 and 3 (the first pays the page faults): a 32-token prompt is 2 chunks of 16;
+    // a decode repeat is its 1-token start and 4 steps.
+    EXPECT_EQ(p.calls, p.method == "prefill" ? 2 * 2 : 2 * (1 + 4)) << p.method;
+    double share = 0;
+    std::set<std::string> ops;
+    for (const auto& e : p.ops) {
+      share += e.share;
+      ops.insert(e.op);
+      EXPECT_GE(e.ms_per_call, 0.0) << e.op;
+    }
+    EXPECT_NEAR(share, 1.0, 1e-9) << p.method;
+    EXPECT_GT(p.ms_per_call, 0.0);
+    // Every layer's projection sums into one entry, named by its weight's role.
+    EXPECT_TRUE(ops.count("matmul self_attn.q_proj")) << p.method;
+    EXPECT_TRUE(ops.count("matmul mlp.down_proj")) << p.method;
+    EXPECT_TRUE(ops.count("attention")) << p.method;
+    EXPECT_FALSE(ops.count("matmul model.layers.0.self_attn.q_proj")) << p.method;
+  }
+  EXPECT_NE(r->ToText().find("profile prefill: 4 calls"), std::string::npos) << r->ToText();
+  EXPECT_TRUE(r->ToJson()["profile"]["decode"]["ops"].is_array());
+
+  o.profile = false;
+  auto plain = RunBench(path, o);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(plain->profile.empty());
+  EXPECT_FALSE(plain->ToJson().contains("profile"));
 }
 
 }  // namespace
