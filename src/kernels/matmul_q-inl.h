@@ -305,6 +305,10 @@ void QuantizeRowsI8(const float* HWY_RESTRICT x, int8_t* HWY_RESTRICT xq, float*
   const hn::Rebind<int8_t, decltype(df)> d8;
   const size_t NL = hn::Lanes(df), k = size_t(K);
   const auto lo = hn::Set(di, -127), hi = hn::Set(di, 127);
+  // Group sums from the int32 codes while they are in registers, when whole vectors tile the
+  // groups (else the scalar pass over the stored codes).
+  const size_t g = size_t(G);
+  const bool vector_sums = group_sums != nullptr && g % NL == 0 && k % g == 0;
   for (size_t r = 0; r < size_t(R); ++r) {
     const float* xr = x + r * k;
     auto vmax = hn::Zero(df);
@@ -317,12 +321,20 @@ void QuantizeRowsI8(const float* HWY_RESTRICT x, int8_t* HWY_RESTRICT xq, float*
     int8_t* qr = xq + r * k;
     const auto vinv = hn::Set(df, inv);
     i = 0;
+    auto gsum = hn::Zero(di);
     for (; i + NL <= k; i += NL) {
       const auto q = hn::Min(hn::Max(hn::NearestInt(hn::Mul(hn::LoadU(df, xr + i), vinv)), lo), hi);
       hn::StoreU(hn::DemoteTo(d8, hn::DemoteTo(d16, q)), d8, qr + i);
+      if (vector_sums) {
+        gsum = hn::Add(gsum, q);
+        if ((i + NL) % g == 0) {
+          group_sums[r * (k / g) + i / g] = hn::GetLane(hn::SumOfLanes(di, gsum));
+          gsum = hn::Zero(di);
+        }
+      }
     }
     for (; i < k; ++i) qr[i] = static_cast<int8_t>(std::clamp(std::nearbyint(xr[i] * inv), -127.0f, 127.0f));
-    if (group_sums != nullptr) reference::GroupSumsI8(qr, K, G, group_sums + r * (k / size_t(G)));
+    if (group_sums != nullptr && !vector_sums) reference::GroupSumsI8(qr, K, G, group_sums + r * (k / g));
   }
 }
 

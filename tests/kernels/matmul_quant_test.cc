@@ -290,7 +290,8 @@ TEST_F(VnniMatMulTest, ShapesItCannotTakeFallBackToHighway) {
 // (ties to even), same group sums, on every target and on K not a multiple of the vector.
 TEST_P(QuantMatMulTest, QuantizeRowsI8EqualsTheReferenceExactly) {
   for (auto [R, K, G] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {1, 7, 7}, {3, 17, 17}, {2, 32, 32},
-                         {5, 100, 25}, {4, 2048, 32}, {1, 4099, 4099}, {7, 96, 32}}) {
+                         {5, 100, 25}, {4, 2048, 32}, {1, 4099, 4099}, {7, 96, 32}, {3, 256, 64},
+                         {2, 640, 128}, {3, 48, 16}}) {
     std::vector<float> x = RandomFloats(size_t(R * K), uint32_t(R * 1000 + K));
     // Exact ties after scaling: a row whose max is 127 makes inv = 1, so k + 0.5 values tie.
     for (int64_t k = 0; k < K; ++k) x[size_t(k)] = k == 0 ? 127.0f : float(k % 50) - 24.5f;
