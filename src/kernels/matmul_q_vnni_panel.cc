@@ -10,10 +10,15 @@
 // panel vectors: 2·kM accumulators that hold 32 outputs each, no reductions, and the weight
 // unpacking is paid once per block for all R rows.
 //  - Q8: Σ (w + 128)·x = Σ w·x + 128·Σx, so 128·Σx per row is subtracted at the end (exact).
-//  - Q4: the int32 sums are folded into f32 accumulators once per group: scale·dot plus
-//    offset·Σ_{k∈group} x (the group sums, transposed like the panels).
+//  - Q4: the int32 sums are folded into f32 accumulators once per group. From two panels on the
+//    weights are unpacked as signed q − 8 and the activations transposed as unsigned x + 128
+//    (the operands swap roles): scale·dot per group, and the 128·Σ (q − 8) the sums carry is a
+//    per-weight-row constant removed at the end, so symmetric groups need no activation sums.
+//    A single panel keeps unsigned codes: scale·dot + offset·Σ_{k∈group} x (group sums
+//    transposed like the panels; offset = −8·scale when symmetric). See Q4PanelTile.
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/matmul_q_vnni.h"
@@ -72,11 +77,13 @@ SLM_VNNI_TARGET inline void Transpose16x16(__m512i (&r)[16]) {
   }
 }
 
-// xt[p][q][j] (4 bytes) = xq[p·32 + j, 4q .. 4q + 3], zeros for rows >= R. K % 64 == 0: blocks
-// of 16 rows × 16 quads are transposed in registers (the scalar 4-byte copies were 2% of a
-// prefill, and every thread of a matmul does this for the whole x).
-SLM_VNNI_TARGET void TransposeQuads(const int8_t* xq, size_t R, size_t K, int8_t* xt) {
+// xt[p][q][j] (4 bytes) = xq[p·32 + j, 4q .. 4q + 3] XOR `flip` per byte (0x80: x + 128 as
+// unsigned bytes; 0: as is), rows >= R as x = 0. K % 64 == 0: blocks of 16 rows × 16 quads are
+// transposed in registers (the scalar 4-byte copies were 2% of a prefill, and every thread of a
+// matmul does this for the whole x).
+SLM_VNNI_TARGET void TransposeQuads(const int8_t* xq, size_t R, size_t K, uint8_t flip, int8_t* xt) {
   const size_t panels = (R + kP - 1) / kP;
+  const __m512i flips = _mm512_set1_epi8(char(flip));
   for (size_t p = 0; p < panels; ++p) {
     int8_t* dst = xt + p * K * kP;
     for (size_t half = 0; half < kP / 16; ++half) {
@@ -84,7 +91,7 @@ SLM_VNNI_TARGET void TransposeQuads(const int8_t* xq, size_t R, size_t K, int8_t
       for (size_t k = 0; k < K; k += 64) {
         __m512i r[16];
         for (size_t i = 0; i < 16; ++i) {
-          r[i] = row0 + i < R ? _mm512_loadu_si512(xq + (row0 + i) * K + k) : _mm512_setzero_si512();
+          r[i] = row0 + i < R ? _mm512_xor_si512(_mm512_loadu_si512(xq + (row0 + i) * K + k), flips) : flips;
         }
         Transpose16x16(r);
         for (size_t c = 0; c < 16; ++c) _mm512_storeu_si512(dst + ((k / 4 + c) * kP + half * 16) * 4, r[c]);
@@ -103,7 +110,9 @@ struct Prefetch {
 };
 
 // a[m] += Σ_{q in [q0, q1)} w[m, 4q..4q+3] · xt[q][0..16), b[m] the same for lanes 16..32.
-template <size_t kM>
+// kSignedWeights: w is the signed operand of vpdpbusd and xt the unsigned one (Q4: q − 8 against
+// x + 128); otherwise w is unsigned (Q8: w + 128) and xt signed.
+template <size_t kM, bool kSignedWeights>
 SLM_VNNI_TARGET inline void PanelSteps(const int8_t* xt, const uint8_t* w, size_t K, size_t q0,
                                        size_t q1, __m512i* a, __m512i* b, Prefetch pf) {
   for (size_t q = q0; q < q1; ++q) {
@@ -115,8 +124,8 @@ SLM_VNNI_TARGET inline void PanelSteps(const int8_t* xt, const uint8_t* w, size_
       int32_t quad;
       std::memcpy(&quad, w + m * K + 4 * q, 4);
       const __m512i wb = _mm512_set1_epi32(quad);
-      a[m] = Dpbusd(a[m], wb, x0);
-      b[m] = Dpbusd(b[m], wb, x1);
+      a[m] = kSignedWeights ? Dpbusd(a[m], x0, wb) : Dpbusd(a[m], wb, x0);
+      b[m] = kSignedWeights ? Dpbusd(b[m], x1, wb) : Dpbusd(b[m], wb, x1);
     }
   }
 }
@@ -148,7 +157,7 @@ SLM_VNNI_TARGET void Q8PanelTile(const int8_t* xt, const uint8_t* w, size_t K, P
   __m512i a[kM], b[kM];
   #pragma GCC unroll 16
   for (size_t m = 0; m < kM; ++m) a[m] = b[m] = _mm512_setzero_si512();
-  PanelSteps<kM>(xt, w, K, 0, K / 4, a, b, pf);
+  PanelSteps<kM, false>(xt, w, K, 0, K / 4, a, b, pf);
   const __m512i c0 = _mm512_slli_epi32(_mm512_loadu_si512(rows.xsum), 7);
   const __m512i c1 = _mm512_slli_epi32(_mm512_loadu_si512(rows.xsum + 16), 7);
   const __m512 xs0 = _mm512_loadu_ps(rows.xscale), xs1 = _mm512_loadu_ps(rows.xscale + 16);
@@ -202,55 +211,119 @@ SLM_VNNI_TARGET void Q8PanelBlock(const Q8Args& s, size_t n) {
 // ---- Q4 ----
 
 // out[m][j] = xscale[j] · Σ_g (scale[m, g] · Σ_{k∈g} q[m, k]·x[j, k] + offset[m, g] · gsum[g][j])
-// + bias[m] for the 32 rows of one panel; w: kM rows of nibble values (0..15) as bytes.
-template <size_t kM>
+// + bias[m] for the 32 rows of one panel, in one of two forms:
+//  - kSigned: w holds kM rows of q − 8 as signed bytes and xt the activations as unsigned
+//    x + 128, so Σ (q − 8)·x = Σ (q − 8)·(x + 128) − 128·Σ (q − 8), and the second part is per
+//    weight row only: fix[m] = 128 · Σ_g scale[m, g] · Σ_{k∈g} (q[m, k] − 8) (RowFix, once per
+//    block). Symmetric groups (offset = −8·scale) then take one conversion and one FMA per
+//    accumulator and group instead of two FMAs (−11% of the tile's time); asymmetric ones add
+//    (offset + 8·scale) times the group sums of x (Σ q·x = Σ (q − 8)·x + 8·Σ x).
+//  - otherwise: w holds the codes q (unsigned), xt x (signed), and every group adds its offset
+//    (−8·scale when symmetric) times the group sums. No per-row fix: cheaper when the block is
+//    used by a single panel (RowFix costs more than the saving of one panel's tile).
+template <size_t kM, bool kSigned>
 SLM_VNNI_TARGET void Q4PanelTile(const int8_t* xt, const uint8_t* w, size_t K, size_t G,
-                                 const float* scales, const float* offsets, const float* gsum,
-                                 PanelRows rows, const float* bias, float* out, Prefetch pf) {
+                                 const float* scales, const float* offsets, const float* fix,
+                                 const float* gsum, PanelRows rows, const float* bias, float* out,
+                                 Prefetch pf) {
   const size_t groups = K / G;
   __m512 f[kM], h[kM];
   #pragma GCC unroll 16
-  for (size_t m = 0; m < kM; ++m) f[m] = h[m] = _mm512_setzero_ps();
+  for (size_t m = 0; m < kM; ++m) f[m] = h[m] = _mm512_set1_ps(kSigned ? -fix[m] : 0.0f);
   for (size_t g = 0; g < groups; ++g) {
     __m512i a[kM], b[kM];
     #pragma GCC unroll 16
     for (size_t m = 0; m < kM; ++m) a[m] = b[m] = _mm512_setzero_si512();
-    PanelSteps<kM>(xt, w, K, g * G / 4, (g + 1) * G / 4, a, b, pf);
-    const __m512 gs0 = _mm512_loadu_ps(gsum + g * kP), gs1 = _mm512_loadu_ps(gsum + g * kP + 16);
-    #pragma GCC unroll 16
-    for (size_t m = 0; m < kM; ++m) {
-      const float sc = scales[m * groups + g];
-      const __m512 vs = _mm512_set1_ps(sc);
-      const __m512 vo = _mm512_set1_ps(offsets ? offsets[m * groups + g] : -8.0f * sc);
-      f[m] = _mm512_fmadd_ps(gs0, vo, _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[m]), vs, f[m]));
-      h[m] = _mm512_fmadd_ps(gs1, vo, _mm512_fmadd_ps(_mm512_cvtepi32_ps(b[m]), vs, h[m]));
+    PanelSteps<kM, kSigned>(xt, w, K, g * G / 4, (g + 1) * G / 4, a, b, pf);
+    if (kSigned && offsets == nullptr) {
+      #pragma GCC unroll 16
+      for (size_t m = 0; m < kM; ++m) {
+        const __m512 vs = _mm512_set1_ps(scales[m * groups + g]);
+        f[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[m]), vs, f[m]);
+        h[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(b[m]), vs, h[m]);
+      }
+    } else {
+      const __m512 gs0 = _mm512_loadu_ps(gsum + g * kP), gs1 = _mm512_loadu_ps(gsum + g * kP + 16);
+      #pragma GCC unroll 16
+      for (size_t m = 0; m < kM; ++m) {
+        const float sc = scales[m * groups + g];
+        const __m512 vs = _mm512_set1_ps(sc);
+        const float offset = offsets ? offsets[m * groups + g] : -8.0f * sc;
+        const __m512 vo = _mm512_set1_ps(kSigned ? offset + 8.0f * sc : offset);
+        f[m] = _mm512_fmadd_ps(gs0, vo, _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[m]), vs, f[m]));
+        h[m] = _mm512_fmadd_ps(gs1, vo, _mm512_fmadd_ps(_mm512_cvtepi32_ps(b[m]), vs, h[m]));
+      }
     }
   }
   const __m512 xs0 = _mm512_loadu_ps(rows.xscale), xs1 = _mm512_loadu_ps(rows.xscale + 16);
   #pragma GCC unroll 16
   for (size_t m = 0; m < kM; ++m) {
     const __m512 bm = _mm512_set1_ps(bias ? bias[m] : 0.0f);
-    _mm512_storeu_ps(out + m * kP, _mm512_add_ps(_mm512_mul_ps(f[m], xs0), bm));
-    _mm512_storeu_ps(out + m * kP + 16, _mm512_add_ps(_mm512_mul_ps(h[m], xs1), bm));
+    _mm512_storeu_ps(out + m * kP, _mm512_fmadd_ps(f[m], xs0, bm));
+    _mm512_storeu_ps(out + m * kP + 16, _mm512_fmadd_ps(h[m], xs1, bm));
   }
 }
 
-// dst[K] = the nibbles of one packed Q4 row (quant_kernels.h layout) in k order, one per byte.
+// dst[K] = the codes of one packed Q4 row (quant_kernels.h layout) in k order, one byte per
+// weight: q − 8 as signed bytes (kSigned) or q. K % 64 == 0.
+template <bool kSigned>
 SLM_VNNI_TARGET void UnpackQ4Row(const uint8_t* src, uint8_t* dst, size_t K) {
-  // 64 k per step (K % 64 == 0): 32 bytes = two 32-k blocks; the low nibbles of block b are
-  // k 32b..32b+15, its high nibbles k 32b+16..32b+31.
-  const __m256i mask = _mm256_set1_epi8(0x0F);
+  // 64 k per step: 32 bytes = two 32-k blocks; the low nibbles of block b are k 32b..32b+15,
+  // its high nibbles k 32b+16..32b+31.
+  const __m256i mask = _mm256_set1_epi8(0x0F), eight = _mm256_set1_epi8(kSigned ? 8 : 0);
   for (size_t k = 0; k < K; k += 64) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k / 2));
     const __m256i lo = _mm256_and_si256(v, mask), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k), _mm256_permute2x128_si256(lo, hi, 0x20));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k + 32), _mm256_permute2x128_si256(lo, hi, 0x31));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k), _mm256_sub_epi8(_mm256_permute2x128_si256(lo, hi, 0x20), eight));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k + 32), _mm256_sub_epi8(_mm256_permute2x128_si256(lo, hi, 0x31), eight));
   }
+}
+
+// 128 · Σ_g scales[g] · Σ_{k∈g} (q[k] − 8) of one packed Q4 row: see Q4PanelTile. Each 16-byte
+// block of the packed row holds the 32 codes of one 32-k block; one vpsadbw per 64 bytes sums
+// 16 nibbles per 64-bit lane (2 lanes per block), converted and weighted by the block's group
+// scale per lane; the −8 per code is 8·G·Σ_g scale.
+SLM_VNNI_TARGET float RowFix(const uint8_t* src, const float* scales, size_t K, size_t G) {
+  const size_t groups = K / G;
+  float scale_sum = 0.0f;
+  for (size_t g = 0; g < groups; ++g) scale_sum += scales[g];
+  const __m512i mask = _mm512_set1_epi8(0x0F);
+  // Lane l (int32 view: the even lanes hold the sums, the odd ones 0) belongs to block l / 4 of
+  // the 128-k chunk.
+  const __m512i by4 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  const __m512i by8 = _mm512_srli_epi32(by4, 1);
+  __m512 acc = _mm512_setzero_ps();
+  size_t k = 0;
+  for (; k + 128 <= K; k += 128) {
+    const __m512i v = _mm512_loadu_si512(src + k / 2);
+    const __m512i t = _mm512_add_epi8(_mm512_and_si512(v, mask), _mm512_and_si512(_mm512_srli_epi16(v, 4), mask));
+    const __m512 sums = _mm512_cvtepi32_ps(_mm512_sad_epu8(t, _mm512_setzero_si512()));
+    __m512 sv;
+    if (G == 32) {
+      sv = _mm512_permutexvar_ps(by4, _mm512_castps128_ps512(_mm_loadu_ps(scales + k / 32)));
+    } else if (G == 64) {
+      sv = _mm512_permutexvar_ps(by8, _mm512_castps128_ps512(_mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + k / 64)))));
+    } else if (G % 128 == 0) {
+      sv = _mm512_set1_ps(scales[k / G]);
+    } else {  // G = 64·odd ≥ 192: a chunk may straddle two groups
+      alignas(64) float lanes[16];
+      for (size_t l = 0; l < 16; ++l) lanes[l] = scales[(k + 32 * (l / 4)) / G];
+      sv = _mm512_load_ps(lanes);
+    }
+    acc = _mm512_fmadd_ps(sums, sv, acc);
+  }
+  float tail = 0.0f;  // K % 128 == 64: the last two 32-k blocks, 16 bytes each
+  for (; k < K; k += 32) {
+    int32_t nibbles = 0;
+    for (size_t i = 0; i < 16; ++i) nibbles += (src[k / 2 + i] & 0x0F) + (src[k / 2 + i] >> 4);
+    tail += scales[k / G] * float(nibbles);
+  }
+  return 128.0f * (_mm512_reduce_add_ps(acc) + tail - 8.0f * float(G) * scale_sum);
 }
 
 struct Q4Args {
   const int8_t* xt;
-  const float* gsum;  // [panels, groups, 32] group sums of xq as floats
+  const float* gsum;  // [panels, groups, 32] group sums of xq as floats (unless signed + symmetric)
   const float* xscale;  // [panels·32], zeros past R
   const uint8_t* w;
   const float* scales;
@@ -262,16 +335,21 @@ struct Q4Args {
   float* out;     // [kQ4M, 32]
 };
 
-template <size_t kM>
+template <size_t kM, bool kSigned>
 SLM_VNNI_TARGET void Q4PanelBlock(const Q4Args& s, size_t n) {
   const size_t groups = s.K / s.G;
-  for (size_t c = 0; c < kM; ++c) UnpackQ4Row(s.w + (n + c) * (s.K / 2), s.slab + c * s.K, s.K);
+  float fix[kM];
+  for (size_t c = 0; c < kM; ++c) {
+    const uint8_t* row = s.w + (n + c) * (s.K / 2);
+    UnpackQ4Row<kSigned>(row, s.slab + c * s.K, s.K);
+    fix[c] = kSigned ? RowFix(row, s.scales + (n + c) * groups, s.K, s.G) : 0.0f;
+  }
   const float* sc = s.scales + n * groups;
   const float* oc = s.offsets ? s.offsets + n * groups : nullptr;
   const size_t left = (s.N - n - kM) * (s.K / 2), panels = (s.R + kP - 1) / kP;
   const Prefetch next{s.w + (n + kM) * (s.K / 2), std::min(left, kM * s.K / 2)};
   for (size_t p = 0; p < panels; ++p) {  // prefetch in the last panel's tile, as for Q8
-    Q4PanelTile<kM>(s.xt + p * kP * s.K, s.slab, s.K, s.G, sc, oc, s.gsum + p * groups * kP,
+    Q4PanelTile<kM, kSigned>(s.xt + p * kP * s.K, s.slab, s.K, s.G, sc, oc, fix, s.gsum + p * groups * kP,
                     PanelRows{nullptr, s.xscale + p * kP}, s.bias ? s.bias + n : nullptr, s.out,
                     p + 1 == panels ? next : Prefetch{});
     WriteRows<kM>(s.out, p, s.R, s.N, n, s.y);
@@ -293,7 +371,7 @@ void MatMulQ8DynPanelVnni(const int8_t* xq, const float* xscale, const int32_t* 
   s.out = reinterpret_cast<float*>(scratch + xt_bytes + slab_bytes);
   int32_t* xsum_pad = reinterpret_cast<int32_t*>(scratch + xt_bytes + slab_bytes + out_bytes);
   float* xscale_pad = reinterpret_cast<float*>(scratch + xt_bytes + slab_bytes + out_bytes + row_bytes);
-  TransposeQuads(xq, rows, k, reinterpret_cast<int8_t*>(scratch));
+  TransposeQuads(xq, rows, k, 0, reinterpret_cast<int8_t*>(scratch));
   PadToPanels(xsum, rows, panels * kP, xsum_pad);
   PadToPanels(xscale, rows, panels * kP, xscale_pad);
   s.xsum = xsum_pad;
@@ -328,8 +406,10 @@ void MatMulQ4DynPanelVnni(const int8_t* xq, const float* xscale, const int32_t* 
   float* xscale_pad = reinterpret_cast<float*>(scratch + xt_bytes + slab_bytes + out_bytes);
   PadToPanels(xscale, rows, panels * kP, xscale_pad);
   float* gsum = reinterpret_cast<float*>(scratch + xt_bytes + slab_bytes + out_bytes + row_bytes);
-  TransposeQuads(xq, rows, k, reinterpret_cast<int8_t*>(scratch));
-  for (size_t p = 0; p < panels; ++p) {
+  // The signed form from two panels on (see Q4PanelTile); symmetric signed tiles need no sums.
+  const bool signed_form = panels >= 2;
+  TransposeQuads(xq, rows, k, signed_form ? 0x80 : 0, reinterpret_cast<int8_t*>(scratch));
+  for (size_t p = 0; p < panels && (!signed_form || offsets != nullptr); ++p) {
     for (size_t g = 0; g < groups; ++g) {
       for (size_t j = 0; j < kP; ++j) {
         const size_t r = p * kP + j;
@@ -350,9 +430,14 @@ void MatMulQ4DynPanelVnni(const int8_t* xq, const float* xscale, const int32_t* 
   s.G = size_t(G);
   size_t n = size_t(n_begin);
   const size_t end = size_t(n_end);
-  for (; n + kQ4M <= end; n += kQ4M) Q4PanelBlock<kQ4M>(s, n);
-  for (; n + 2 <= end; n += 2) Q4PanelBlock<2>(s, n);
-  for (; n < end; ++n) Q4PanelBlock<1>(s, n);
+  auto blocks = [&](auto signed_tag) {
+    constexpr bool kSigned = decltype(signed_tag)::value;
+    for (; n + kQ4M <= end; n += kQ4M) Q4PanelBlock<kQ4M, kSigned>(s, n);
+    for (; n + 2 <= end; n += 2) Q4PanelBlock<2, kSigned>(s, n);
+    for (; n < end; ++n) Q4PanelBlock<1, kSigned>(s, n);
+  };
+  if (signed_form) blocks(std::true_type{});
+  else blocks(std::false_type{});
 }
 
 #endif  // SLM_HAVE_VNNI_KERNELS

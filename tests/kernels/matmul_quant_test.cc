@@ -268,8 +268,13 @@ TEST_F(VnniMatMulTest, PanelPathMatchesReferenceFrom32Rows) {
   for (int64_t R : {kVnniPanelRows, kVnniPanelRows + 1, int64_t{70}}) {
     for (int64_t N : {1, 5, 13, 26}) {
       for (int64_t K : {64, 576}) ASSERT_TRUE(Q8Matches(R, K, N, (R + N) % 2 == 0, true));
-      for (int64_t G : {32, 64, 128}) {
-        ASSERT_TRUE(Q4Matches(R, 3 * G, N, G, /*asym=*/N % 2 == 1, (R + N) % 2 == 1, true));
+      // K: whole 128-k chunks and a 64-k tail (the per-row correction of the signed weights
+      // walks the packed row 128 k at a time); G = 192: a chunk straddles two groups.
+      for (int64_t G : {32, 64, 128, 192}) {
+        for (int64_t K : {3 * G, 8 * G, 2 * G + 64 * (G % 128 == 0 ? 0 : 1)}) {
+          if (K % 64 != 0 || K % G != 0) continue;
+          ASSERT_TRUE(Q4Matches(R, K, N, G, /*asym=*/N % 2 == 1, (R + N) % 2 == 1, true));
+        }
       }
     }
   }
