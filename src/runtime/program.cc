@@ -165,6 +165,19 @@ Status Method::Execute() {
   ThreadPool& pool = ThreadPool::Default();
   // Below this many multiply-adds a product is not worth waking the workers for.
   constexpr int64_t kMinParallelMacs = int64_t{1} << 16;
+  // Elementwise and row-wise ops (prefill-sized: a 128-token chunk's SwiGLU is 1M elements) are
+  // split over the pool from this many elements. Pieces start at multiples of 64 elements or at
+  // row boundaries, so every element is computed by the same vector code as in one piece: the
+  // results do not depend on the thread count.
+  constexpr int64_t kMinParallelElements = int64_t{1} << 15;
+  auto elementwise = [&](int64_t n, auto&& fn) {  // fn(begin, end) over [0, n)
+    if (n < kMinParallelElements || pool.size() == 1) fn(int64_t{0}, n);
+    else pool.ParallelFor(n, 64, fn);
+  };
+  auto row_wise = [&](int64_t rows, int64_t row_elements, auto&& fn) {  // fn(row_begin, row_end)
+    if (rows < 2 || rows * row_elements < kMinParallelElements || pool.size() == 1) fn(int64_t{0}, rows);
+    else pool.ParallelFor(rows, 1, fn);
+  };
 
   for (const graph::Op& op : graph_.ops) {
     const auto& in = op.inputs;
@@ -179,7 +192,9 @@ Status Method::Execute() {
       }
       case OpKind::kRmsNorm: {
         const int64_t d = numel(in[1]);
-        kernels::RmsNorm(f32(in[0]), f32(in[1]), f32(out[0]), numel(in[0]) / d, d, op.floats[0], op.ints[0] != 0);
+        row_wise(numel(in[0]) / d, d, [&](int64_t rb, int64_t re) {
+          kernels::RmsNorm(f32(in[0]) + rb * d, f32(in[1]), f32(out[0]) + rb * d, re - rb, d, op.floats[0], op.ints[0] != 0);
+        });
         break;
       }
       case OpKind::kMatMul: {
@@ -209,7 +224,12 @@ Status Method::Execute() {
         float* xs = reinterpret_cast<float*>(quant_scratch_.data() + quant_xs_offset_);
         int32_t* gs = reinterpret_cast<int32_t*>(quant_scratch_.data() + quant_gs_offset_);
         const bool dynamic = op.ints[3] != 0;
-        if (dynamic) kernels::QuantizeRowsI8(x, xq, xs, bits == 4 ? gs : nullptr, r, k, bits == 4 ? group : k);
+        if (dynamic) {
+          const int64_t g = bits == 4 ? group : k;
+          row_wise(r, k, [&](int64_t rb, int64_t re) {
+            kernels::QuantizeRowsI8(x + rb * k, xq + rb * k, xs + rb, bits == 4 ? gs + rb * (k / g) : nullptr, re - rb, k, g);
+          });
+        }
         auto columns = [&](int64_t nb, int64_t ne) {
           const int8_t* w8 = reinterpret_cast<const int8_t*>(w);
           if (bits == 8 && dynamic) kernels::MatMulQ8DynColumns(xq, xs, w8, sc, b, y, r, k, n, nb, ne);
@@ -245,7 +265,11 @@ Status Method::Execute() {
         const int64_t t = numel(in[1]);
         const float* inv_freq = f32(in[2]);
         if (op.ints.size() == 4) inv_freq += kernels::RopeTableIndex(i32(in[1]), t, op.ints[3]) * (op.ints[2] / 2);
-        kernels::Rope(f32(in[0]), i32(in[1]), inv_freq, f32(out[0]), t, op.ints[0], op.ints[1], op.ints[2], op.floats[0]);
+        const int64_t row = op.ints[0] * op.ints[1];  // n_heads · head_dim
+        row_wise(t, row, [&](int64_t tb, int64_t te) {
+          kernels::Rope(f32(in[0]) + tb * row, i32(in[1]) + tb, inv_freq, f32(out[0]) + tb * row, te - tb, op.ints[0],
+                        op.ints[1], op.ints[2], op.floats[0]);
+        });
         break;
       }
       case OpKind::kAttention: {
@@ -270,18 +294,19 @@ Status Method::Execute() {
         break;
       }
       case OpKind::kAdd:
-        kernels::Add(f32(in[0]), f32(in[1]), f32(out[0]), numel(in[0]));
+        elementwise(numel(in[0]), [&](int64_t b, int64_t e) { kernels::Add(f32(in[0]) + b, f32(in[1]) + b, f32(out[0]) + b, e - b); });
         break;
       case OpKind::kSwiGlu:
-        kernels::SwiGlu(f32(in[0]), f32(in[1]), f32(out[0]), numel(in[0]));
+        elementwise(numel(in[0]), [&](int64_t b, int64_t e) { kernels::SwiGlu(f32(in[0]) + b, f32(in[1]) + b, f32(out[0]) + b, e - b); });
         break;
-      case OpKind::kGeGlu:
-        if (!op.ints.empty() && op.ints[0] == 1) {
-          kernels::GeGluErf(f32(in[0]), f32(in[1]), f32(out[0]), numel(in[0]));
-        } else {
-          kernels::GeGlu(f32(in[0]), f32(in[1]), f32(out[0]), numel(in[0]));
-        }
+      case OpKind::kGeGlu: {
+        const bool erf = !op.ints.empty() && op.ints[0] == 1;
+        elementwise(numel(in[0]), [&](int64_t b, int64_t e) {
+          if (erf) kernels::GeGluErf(f32(in[0]) + b, f32(in[1]) + b, f32(out[0]) + b, e - b);
+          else kernels::GeGlu(f32(in[0]) + b, f32(in[1]) + b, f32(out[0]) + b, e - b);
+        });
         break;
+      }
       case OpKind::kSoftCap:
         if (out[0] != in[0]) std::copy_n(f32(in[0]), numel(in[0]), f32(out[0]));
         kernels::SoftCap(f32(out[0]), numel(out[0]), op.floats[0]);
