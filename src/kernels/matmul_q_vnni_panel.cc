@@ -214,13 +214,13 @@ SLM_VNNI_TARGET void Q8PanelBlock(const Q8Args& s, size_t n) {
 // + bias[m] for the 32 rows of one panel, in one of two forms:
 //  - kSigned: w holds kM rows of q − 8 as signed bytes and xt the activations as unsigned
 //    x + 128, so Σ (q − 8)·x = Σ (q − 8)·(x + 128) − 128·Σ (q − 8), and the second part is per
-//    weight row only: fix[m] = 128 · Σ_g scale[m, g] · Σ_{k∈g} (q[m, k] − 8) (RowFix, once per
-//    block). Symmetric groups (offset = −8·scale) then take one conversion and one FMA per
-//    accumulator and group instead of two FMAs (−11% of the tile's time); asymmetric ones add
-//    (offset + 8·scale) times the group sums of x (Σ q·x = Σ (q − 8)·x + 8·Σ x).
+//    weight row only: fix[m] = 128 · Σ_g scale[m, g] · Σ_{k∈g} (q[m, k] − 8) (computed by the
+//    unpack, once per block). Symmetric groups (offset = −8·scale) then take one conversion and
+//    one FMA per accumulator and group instead of two FMAs (−11% of the tile's time); asymmetric
+//    ones add (offset + 8·scale) times the group sums of x (Σ q·x = Σ (q − 8)·x + 8·Σ x).
 //  - otherwise: w holds the codes q (unsigned), xt x (signed), and every group adds its offset
 //    (−8·scale when symmetric) times the group sums. No per-row fix: cheaper when the block is
-//    used by a single panel (RowFix costs more than the saving of one panel's tile).
+//    used by a single panel (the correction costs more than one panel's tile saves).
 template <size_t kM, bool kSigned>
 SLM_VNNI_TARGET void Q4PanelTile(const int8_t* xt, const uint8_t* w, size_t K, size_t G,
                                  const float* scales, const float* offsets, const float* fix,
@@ -279,25 +279,30 @@ SLM_VNNI_TARGET void UnpackQ4Row(const uint8_t* src, uint8_t* dst, size_t K) {
   }
 }
 
-// 128 · Σ_g scales[g] · Σ_{k∈g} (q[k] − 8) of one packed Q4 row: see Q4PanelTile. Each 16-byte
-// block of the packed row holds the 32 codes of one 32-k block; one vpsadbw per 64 bytes sums
-// 16 nibbles per 64-bit lane (2 lanes per block), converted and weighted by the block's group
-// scale per lane; the −8 per code is 8·G·Σ_g scale.
-SLM_VNNI_TARGET float RowFix(const uint8_t* src, const float* scales, size_t K, size_t G) {
+// The signed form's unpack (dst[K] = q − 8 as signed bytes, in k order) fused with the row's
+// correction, returned: 128 · Σ_g scales[g] · Σ_{k∈g} (q[k] − 8) (see Q4PanelTile). 128 k per
+// step: the 64 packed bytes are four 32-k blocks of 16 bytes (low nibbles k 32b..32b+15, high
+// nibbles k 32b+16..32b+31); one two-source permute per 64 output bytes puts them in k order.
+// For the correction, one vpsadbw of lo + hi sums 16 nibbles per 64-bit lane (2 lanes per
+// block), weighted by the block's group scale per lane; the −8 per code is 8·G·Σ_g scale.
+// A K % 128 == 64 tail goes through the unsigned 64-k unpack and scalar sums.
+SLM_VNNI_TARGET float UnpackQ4RowSigned(const uint8_t* src, const float* scales, size_t K, size_t G, uint8_t* dst) {
   const size_t groups = K / G;
   float scale_sum = 0.0f;
   for (size_t g = 0; g < groups; ++g) scale_sum += scales[g];
-  const __m512i mask = _mm512_set1_epi8(0x0F);
-  // Lane l (int32 view: the even lanes hold the sums, the odd ones 0) belongs to block l / 4 of
-  // the 128-k chunk.
+  const __m512i mask = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8);
+  const __m512i first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+  // Lane l (int32 view: the even lanes hold the sums, the odd ones 0) belongs to block l / 4.
   const __m512i by4 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
   const __m512i by8 = _mm512_srli_epi32(by4, 1);
   __m512 acc = _mm512_setzero_ps();
   size_t k = 0;
   for (; k + 128 <= K; k += 128) {
     const __m512i v = _mm512_loadu_si512(src + k / 2);
-    const __m512i t = _mm512_add_epi8(_mm512_and_si512(v, mask), _mm512_and_si512(_mm512_srli_epi16(v, 4), mask));
-    const __m512 sums = _mm512_cvtepi32_ps(_mm512_sad_epu8(t, _mm512_setzero_si512()));
+    const __m512i lo = _mm512_and_si512(v, mask), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
+    _mm512_storeu_si512(dst + k, _mm512_sub_epi8(_mm512_permutex2var_epi64(lo, first, hi), eight));
+    _mm512_storeu_si512(dst + k + 64, _mm512_sub_epi8(_mm512_permutex2var_epi64(lo, second, hi), eight));
+    const __m512 sums = _mm512_cvtepi32_ps(_mm512_sad_epu8(_mm512_add_epi8(lo, hi), _mm512_setzero_si512()));
     __m512 sv;
     if (G == 32) {
       sv = _mm512_permutexvar_ps(by4, _mm512_castps128_ps512(_mm_loadu_ps(scales + k / 32)));
@@ -312,11 +317,14 @@ SLM_VNNI_TARGET float RowFix(const uint8_t* src, const float* scales, size_t K, 
     }
     acc = _mm512_fmadd_ps(sums, sv, acc);
   }
-  float tail = 0.0f;  // K % 128 == 64: the last two 32-k blocks, 16 bytes each
-  for (; k < K; k += 32) {
-    int32_t nibbles = 0;
-    for (size_t i = 0; i < 16; ++i) nibbles += (src[k / 2 + i] & 0x0F) + (src[k / 2 + i] >> 4);
-    tail += scales[k / G] * float(nibbles);
+  float tail = 0.0f;
+  if (k < K) {  // the last 64 k: two 32-k blocks of 16 bytes
+    UnpackQ4Row<true>(src + k / 2, dst + k, K - k);
+    for (; k < K; k += 32) {
+      int32_t nibbles = 0;
+      for (size_t i = 0; i < 16; ++i) nibbles += (src[k / 2 + i] & 0x0F) + (src[k / 2 + i] >> 4);
+      tail += scales[k / G] * float(nibbles);
+    }
   }
   return 128.0f * (_mm512_reduce_add_ps(acc) + tail - 8.0f * float(G) * scale_sum);
 }
@@ -341,8 +349,12 @@ SLM_VNNI_TARGET void Q4PanelBlock(const Q4Args& s, size_t n) {
   float fix[kM];
   for (size_t c = 0; c < kM; ++c) {
     const uint8_t* row = s.w + (n + c) * (s.K / 2);
-    UnpackQ4Row<kSigned>(row, s.slab + c * s.K, s.K);
-    fix[c] = kSigned ? RowFix(row, s.scales + (n + c) * groups, s.K, s.G) : 0.0f;
+    if constexpr (kSigned) {
+      fix[c] = UnpackQ4RowSigned(row, s.scales + (n + c) * groups, s.K, s.G, s.slab + c * s.K);
+    } else {
+      UnpackQ4Row<false>(row, s.slab + c * s.K, s.K);
+      fix[c] = 0.0f;
+    }
   }
   const float* sc = s.scales + n * groups;
   const float* oc = s.offsets ? s.offsets + n * groups : nullptr;
