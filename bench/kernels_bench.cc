@@ -80,7 +80,8 @@ std::vector<float> ChunkMask(int64_t T, int64_t L, int64_t past) {
 void TimeAttention(benchmark::State& state, int64_t T, int64_t L, int64_t past) {
   const AttentionInputs in = RandomAttentionInputs(T, L);
   const std::vector<float> mask = ChunkMask(T, L, past);
-  std::vector<float> out(size_t(T * kBenchHq * kBenchHd)), scratch(size_t(L + T));
+  std::vector<float> out(size_t(T * kBenchHq * kBenchHd));
+  std::vector<float> scratch(size_t(slm::kernels::AttentionScratchFloats(L, T, kBenchHq, kBenchHkv)));
   for (auto _ : state) {
     slm::kernels::Attention(in.q.data(), in.k.data(), in.v.data(), in.kc.data(), in.vc.data(), mask.data(),
                             out.data(), scratch.data(), T, L, kBenchHq, kBenchHkv, kBenchHd, 0.125f, 0.0f);
@@ -117,7 +118,8 @@ void BM_AttentionQ8Decode(benchmark::State& state) {
   slm::kernels::QuantizeKvRows(in.kc.data(), kc8.data(), kcs.data(), Hkv * L, 1, hd);
   slm::kernels::QuantizeKvRows(in.vc.data(), vc8.data(), vcs.data(), Hkv * L, 1, hd);
   const std::vector<float> mask = ChunkMask(T, L, state.range(0));
-  std::vector<float> out(size_t(T * Hq * hd)), scratch(size_t(L + T));
+  std::vector<float> out(size_t(T * Hq * hd));
+  std::vector<float> scratch(size_t(slm::kernels::AttentionScratchFloats(L, T, Hq, Hkv)));
   for (auto _ : state) {
     slm::kernels::AttentionQ8(in.q.data(), k8.data(), ks.data(), v8.data(), vs.data(), kc8.data(), kcs.data(),
                               vc8.data(), vcs.data(), mask.data(), out.data(), scratch.data(), T, L, Hq, Hkv, hd,

@@ -28,6 +28,7 @@
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "kernels/attention_rows.h"
+#include "kernels/kernels.h"
 #include "kernels/visible_columns.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -91,62 +92,107 @@ HWY_INLINE void Dot4(const float* HWY_RESTRICT q, const Elem* const rows[4], siz
   }
 }
 
-// out[d0, d0 + kV·lanes) = inv_sum · Σ_c e[c]·v_c[d0, ...) over the visible columns, the kV
-// output vectors held in registers across the walk (instead of a load and a store of the output
-// per column). e[c]: the exp of column c's score, in its scratch slot; for int8 rows the row
-// scale is folded into e[c] once per column.
-template <size_t kV, class Elem>
+// For kH heads of one kv group: out_h[d0, d0 + kV·lanes) = inv_sum[h] · Σ_c e_h[c]·v_c[d0, ...)
+// over the visible columns, the kH·kV output vectors held in registers across the walk (no load
+// and store of the outputs per column) and each value row loaded once for the kH heads. e_h[c]:
+// the exp of head h's score of column c, in its scratch slot; for int8 rows the row scale is
+// folded into e_h[c] once per column. Each output element is one FMA chain over the columns in
+// walk order, whatever kH and kV: results do not depend on how heads are batched.
+template <size_t kH, size_t kV, class Elem>
 HWY_INLINE void WeightedValueBlock(const KvRows<Elem>& values, const VisibleColumns& vis,
-                                   const float* HWY_RESTRICT e, int64_t g, float inv_sum,
-                                   float* HWY_RESTRICT out, size_t d0) {
+                                   float* const e[], int64_t g, const float inv_sum[],
+                                   float* const out[], size_t d0) {
   const hn::ScalableTag<float> d;
   const size_t NL = hn::Lanes(d);
-  hn::Vec<decltype(d)> acc[kV];
-  HWY_UNROLL(8)
-  for (size_t i = 0; i < kV; ++i) acc[i] = hn::Zero(d);
-  for (int64_t c = vis.first(); c < vis.end(); c = vis.Next(c)) {
-    const auto vp = hn::Set(d, values.Scaled(e[c], g, c));
-    const Elem* row = values.Row(g, c) + d0;
+  hn::Vec<decltype(d)> acc[kH][kV];
+  HWY_UNROLL(4)
+  for (size_t h = 0; h < kH; ++h) {
     HWY_UNROLL(8)
-    for (size_t i = 0; i < kV; ++i) acc[i] = hn::MulAdd(vp, LoadF32(d, row + i * NL), acc[i]);
+    for (size_t i = 0; i < kV; ++i) acc[h][i] = hn::Zero(d);
   }
-  const auto vinv = hn::Set(d, inv_sum);
-  HWY_UNROLL(8)
-  for (size_t i = 0; i < kV; ++i) hn::StoreU(hn::Mul(acc[i], vinv), d, out + d0 + i * NL);
+  for (int64_t c = vis.first(); c < vis.end(); c = vis.Next(c)) {
+    const Elem* row = values.Row(g, c) + d0;
+    hn::Vec<decltype(d)> v[kV];
+    HWY_UNROLL(8)
+    for (size_t i = 0; i < kV; ++i) v[i] = LoadF32(d, row + i * NL);
+    HWY_UNROLL(4)
+    for (size_t h = 0; h < kH; ++h) {
+      const auto vp = hn::Set(d, values.Scaled(e[h][c], g, c));
+      HWY_UNROLL(8)
+      for (size_t i = 0; i < kV; ++i) acc[h][i] = hn::MulAdd(vp, v[i], acc[h][i]);
+    }
+  }
+  HWY_UNROLL(4)
+  for (size_t h = 0; h < kH; ++h) {
+    const auto vinv = hn::Set(d, inv_sum[h]);
+    HWY_UNROLL(8)
+    for (size_t i = 0; i < kV; ++i) hn::StoreU(hn::Mul(acc[h][i], vinv), d, out[h] + d0 + i * NL);
+  }
 }
 
-// out[hd] = inv_sum · Σ_c e[c]·v_c: blocks of 8, 4, 2, 1 vectors (one walk each; head_dim 64
-// is one walk on AVX-512 and AVX2), then the last hd % lanes elements in scalar code.
-template <class Elem>
+// out_h[hd] = inv_sum[h] · Σ_c e_h[c]·v_c for kH heads: blocks of at most 16 accumulators (8, 4,
+// 2 or 1 vectors per head; head_dim 64 is one walk on AVX-512 for 4 heads), then the last
+// hd % lanes elements in scalar code.
+template <size_t kH, class Elem>
 HWY_INLINE void WeightedValueSum(const KvRows<Elem>& values, const VisibleColumns& vis,
-                                 const float* HWY_RESTRICT e, int64_t g, float inv_sum,
-                                 float* HWY_RESTRICT out, size_t hd) {
+                                 float* const e[], int64_t g, const float inv_sum[],
+                                 float* const out[], size_t hd) {
   const size_t NL = hn::Lanes(hn::ScalableTag<float>());
+  constexpr size_t kMaxV = 16 / kH;  // 16, 8, 5 or 4 vectors per head
   size_t d0 = 0;
   while (d0 + NL <= hd) {
     const size_t nv = (hd - d0) / NL;
-    if (nv >= 8) {
-      WeightedValueBlock<8>(values, vis, e, g, inv_sum, out, d0);
-      d0 += 8 * NL;
+    if (nv >= 8 && kMaxV >= 8) {
+      WeightedValueBlock<kH, (kMaxV >= 8 ? 8 : 1)>(values, vis, e, g, inv_sum, out, d0);
+      d0 += (kMaxV >= 8 ? 8 : 1) * NL;
     } else if (nv >= 4) {
-      WeightedValueBlock<4>(values, vis, e, g, inv_sum, out, d0);
+      WeightedValueBlock<kH, 4>(values, vis, e, g, inv_sum, out, d0);
       d0 += 4 * NL;
     } else if (nv >= 2) {
-      WeightedValueBlock<2>(values, vis, e, g, inv_sum, out, d0);
+      WeightedValueBlock<kH, 2>(values, vis, e, g, inv_sum, out, d0);
       d0 += 2 * NL;
     } else {
-      WeightedValueBlock<1>(values, vis, e, g, inv_sum, out, d0);
+      WeightedValueBlock<kH, 1>(values, vis, e, g, inv_sum, out, d0);
       d0 += NL;
     }
   }
   if (d0 >= hd) return;
-  for (size_t i = d0; i < hd; ++i) out[i] = 0.0f;
-  for (int64_t c = vis.first(); c < vis.end(); c = vis.Next(c)) {
-    const float p = values.Scaled(e[c], g, c);
-    const Elem* row = values.Row(g, c);
-    for (size_t i = d0; i < hd; ++i) out[i] += p * float(row[i]);
+  for (size_t h = 0; h < kH; ++h) {
+    for (size_t i = d0; i < hd; ++i) out[h][i] = 0.0f;
   }
-  for (size_t i = d0; i < hd; ++i) out[i] *= inv_sum;
+  for (int64_t c = vis.first(); c < vis.end(); c = vis.Next(c)) {
+    const Elem* row = values.Row(g, c);
+    for (size_t h = 0; h < kH; ++h) {
+      const float p = values.Scaled(e[h][c], g, c);
+      for (size_t i = d0; i < hd; ++i) out[h][i] += p * float(row[i]);
+    }
+  }
+  for (size_t h = 0; h < kH; ++h) {
+    for (size_t i = d0; i < hd; ++i) out[h][i] *= inv_sum[h];
+  }
+}
+
+// dots[h] = q_h · row for kH query vectors against one key row, the row loaded once per vector
+// step for all of them: per head one FMA chain over the full vectors, reduced across lanes, then
+// the hd % lanes tail in scalar code (the same operations for a head whatever kH is).
+template <size_t kH, class Elem>
+HWY_INLINE void DotHeads(const float* const q[], const Elem* HWY_RESTRICT row, size_t n, float dots[]) {
+  const hn::ScalableTag<float> d;
+  const size_t NL = hn::Lanes(d);
+  hn::Vec<decltype(d)> s[kH];
+  HWY_UNROLL(4)
+  for (size_t h = 0; h < kH; ++h) s[h] = hn::Zero(d);
+  size_t i = 0;
+  for (; i + NL <= n; i += NL) {
+    const auto k = LoadF32(d, row + i);
+    HWY_UNROLL(4)
+    for (size_t h = 0; h < kH; ++h) s[h] = hn::MulAdd(hn::LoadU(d, q[h] + i), k, s[h]);
+  }
+  HWY_UNROLL(4)
+  for (size_t h = 0; h < kH; ++h) dots[h] = hn::GetLane(hn::SumOfLanes(d, s[h]));
+  for (; i < n; ++i) {
+    for (size_t h = 0; h < kH; ++h) dots[h] += q[h][i] * float(row[i]);
+  }
 }
 
 // e[c] = exp(e[c] − max_s) for the visible columns, a vector of them at a time (Highway's Exp,
@@ -178,7 +224,35 @@ HWY_INLINE double ExpAndSum(const VisibleColumns& vis, float* HWY_RESTRICT e, fl
   return sum;
 }
 
+// kH heads [h0, h0 + kH) of kv group g for query row t: scores into the scratch rows
+// e[h] (slots of visible columns only), softmax, weighted values into out.
+template <size_t kH, class Elem>
+HWY_INLINE void AttendHeads(const float* const q[], const KvRows<Elem>& keys, const KvRows<Elem>& values,
+                            const VisibleColumns& vis, const float* mrow, float* const e[], float* const out[],
+                            int64_t g, size_t hd, float scale, float softcap) {
+  float max_s[kH];
+  for (size_t h = 0; h < kH; ++h) max_s[h] = -std::numeric_limits<float>::infinity();
+  for (int64_t c = vis.first(); c < vis.end(); c = vis.Next(c)) {
+    float dots[kH];
+    DotHeads<kH>(q, keys.Row(g, c), hd, dots);
+    for (size_t h = 0; h < kH; ++h) {
+      float s = keys.Scaled(dots[h], g, c) * scale;
+      if (softcap > 0.0f) s = softcap * std::tanh(s / softcap);
+      s += mrow[c];
+      e[h][c] = s;
+      max_s[h] = s > max_s[h] ? s : max_s[h];
+    }
+  }
+  float inv_sum[kH];
+  for (size_t h = 0; h < kH; ++h) inv_sum[h] = float(1.0 / ExpAndSum(vis, e[h], max_s[h]));
+  WeightedValueSum<kH>(values, vis, e, g, inv_sum, out, hd);
+}
+
 // Heads [h_begin, h_end) of attention over `keys` / `values` (shapes as kernels.h Attention).
+// The heads of one kv group are attended together, up to kAttentionHeadBatch at a time, so each
+// key and value row is loaded once for all of them; head i of a batch keeps its scores in
+// scratch row i (scratch >= AttentionScratchFloats). Every head's arithmetic is the same whatever
+// the batch, so results do not depend on the head split or on T.
 // Returns the number of (row, head, column) scores computed, for the test counters.
 template <class Elem>
 HWY_INLINE int64_t AttentionBody(const float* q, const KvRows<Elem>& keys,
@@ -192,44 +266,30 @@ HWY_INLINE int64_t AttentionBody(const float* q, const KvRows<Elem>& keys,
   int64_t scores = 0;
   for (int64_t t = 0; t < T; ++t) {
     const float* mrow = mask + t * cols;
-    const VisibleColumns vis(mrow, scratch, cols);
-    for (int64_t h = h_begin; h < h_end; ++h) {
-      const int64_t g = h / group;
-      const float* qh = q + (t * n_heads + h) * head_dim;
-      float* oh = out + (t * n_heads + h) * head_dim;
+    const VisibleColumns vis(mrow, scratch, cols);  // its index lives in scratch row 0
+    for (int64_t h0 = h_begin; h0 < h_end;) {
+      const int64_t g = h0 / group;
+      const int64_t h1 = std::min({h_end, (g + 1) * group, h0 + kAttentionHeadBatch});
+      const float* qs[kAttentionHeadBatch] = {};
+      float* es[kAttentionHeadBatch] = {};
+      float* outs[kAttentionHeadBatch] = {};
+      for (int64_t h = h0; h < h1; ++h) {
+        qs[h - h0] = q + (t * n_heads + h) * head_dim;
+        es[h - h0] = scratch + (h - h0) * cols;
+        outs[h - h0] = out + (t * n_heads + h) * head_dim;
+      }
       if (vis.count() == 0) {
-        for (size_t i = 0; i < hd; ++i) oh[i] = 0.0f;
-        continue;
-      }
-
-      float max_s = -std::numeric_limits<float>::infinity();
-      const auto finish = [&](int64_t c, float dot) {
-        float s = keys.Scaled(dot, g, c) * scale;
-        if (softcap > 0.0f) s = softcap * std::tanh(s / softcap);
-        s += mrow[c];
-        scratch[c] = s;
-        max_s = s > max_s ? s : max_s;
-      };
-      int64_t c = vis.first();
-      while (c < vis.end()) {  // 4 visible columns at a time, then one by one
-        int64_t cs[4];
-        const Elem* rows[4];
-        size_t n = 0;
-        for (; n < 4 && c < vis.end(); ++n, c = vis.Next(c)) {
-          cs[n] = c;
-          rows[n] = keys.Row(g, c);
+        for (int64_t h = h0; h < h1; ++h) std::fill(outs[h - h0], outs[h - h0] + hd, 0.0f);
+      } else {
+        switch (h1 - h0) {
+          case 1: AttendHeads<1>(qs, keys, values, vis, mrow, es, outs, g, hd, scale, softcap); break;
+          case 2: AttendHeads<2>(qs, keys, values, vis, mrow, es, outs, g, hd, scale, softcap); break;
+          case 3: AttendHeads<3>(qs, keys, values, vis, mrow, es, outs, g, hd, scale, softcap); break;
+          default: AttendHeads<4>(qs, keys, values, vis, mrow, es, outs, g, hd, scale, softcap); break;
         }
-        if (n == 4) {
-          float dots[4];
-          Dot4(qh, rows, hd, dots);
-          for (size_t j = 0; j < 4; ++j) finish(cs[j], dots[j]);
-        } else {
-          for (size_t j = 0; j < n; ++j) finish(cs[j], Dot(qh, rows[j], hd));
-        }
+        scores += (h1 - h0) * vis.count();
       }
-      const double sum = ExpAndSum(vis, scratch, max_s);
-      WeightedValueSum(values, vis, scratch, g, float(1.0 / sum), oh, hd);
-      scores += vis.count();
+      h0 = h1;
     }
   }
   return scores;

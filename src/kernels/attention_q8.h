@@ -29,7 +29,7 @@ void QuantizeKvRows(const float* x, int8_t* q, float* scales, int64_t R, int64_t
 // with every key / value row dequantized as q·scale:
 //   q [T, Hq*hd] f32; k, v [T, Hkv*hd] int8 with k_scale, v_scale [T, Hkv] (this call's rows,
 //   from QuantizeKvRows); k_cache, v_cache [Hkv, L, hd] int8 with kc_scale, vc_scale [Hkv, L];
-//   mask [T, L+T]; out [T, Hq*hd]; scratch >= L+T floats.
+//   mask [T, L+T]; out [T, Hq*hd]; scratch >= AttentionScratchFloats(L, T, Hq, Hkv) floats.
 // Score = (Σ_i q[i]·k8[i]) · k_scale · scale (then softcap and mask, as f32 Attention); out =
 // Σ_c p_c · v_scale_c · v8_c. Work is proportional to the visible columns.
 void AttentionQ8(const float* q, const int8_t* k, const float* k_scale, const int8_t* v,

@@ -54,9 +54,19 @@ void Rope(const float* x, const int32_t* pos, const float* inv_freq, float* y, i
 // transformers' longrope_frequency_update, seq_len = max(position_ids) + 1, per forward call.
 int64_t RopeTableIndex(const int32_t* pos, int64_t T, int64_t switch_len);
 
+// Query heads of one kv group attended together (each key / value row loaded once for them).
+constexpr int64_t kAttentionHeadBatch = 4;
+// Scratch floats Attention / AttentionHeads / AttentionQ8* need: one score row of L + T columns
+// per head of a batch. Requires n_kv_heads > 0.
+inline int64_t AttentionScratchFloats(int64_t L, int64_t T, int64_t n_heads, int64_t n_kv_heads) {
+  const int64_t group = n_heads / n_kv_heads;
+  return (group < kAttentionHeadBatch ? group : kAttentionHeadBatch) * (L + T);
+}
+
 // Attention of this call's T rows over [L cache slots ; T new rows].
 //   q [T, Hq*hd], k/v [T, Hkv*hd] (this call's rows), k_cache/v_cache [Hkv, L, hd],
-//   mask [T, L+T] additive (0 visible, -inf hidden), out [T, Hq*hd], scratch >= L+T floats.
+//   mask [T, L+T] additive (0 visible, -inf hidden), out [T, Hq*hd],
+//   scratch >= AttentionScratchFloats(L, T, Hq, Hkv) floats.
 // Row t, head h uses kv head h / (Hq/Hkv) (Hq % Hkv == 0). For each visible column:
 //   s = (q·k) * scale; if softcap > 0: s = softcap * tanh(s / softcap); s += mask.
 // Softmax in float32 over visible columns (max subtracted), out = Σ p·v. Columns whose mask is
@@ -69,7 +79,7 @@ void Attention(const float* q, const float* k, const float* v, const float* k_ca
                float softcap);
 
 // Heads [h_begin, h_end) of Attention only (same arguments; writes only those heads' columns of
-// out). Lets a caller split attention over threads, each with its own scratch (>= L+T floats).
+// out). Lets a caller split attention over threads, each with its own scratch (same size).
 void AttentionHeads(const float* q, const float* k, const float* v, const float* k_cache,
                     const float* v_cache, const float* mask, float* out, float* scratch, int64_t T,
                     int64_t L, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale,

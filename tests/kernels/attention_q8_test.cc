@@ -67,7 +67,7 @@ enum class Impl { kSimd, kReference, kF32OverDequantized };
 std::vector<float> RunQ8(const Q8Inputs& in, float scale, float softcap, Impl impl) {
   const AttentionShape& s = in.s;
   std::vector<float> out(size_t(s.T * s.Hq * s.hd), NAN);
-  std::vector<float> scratch(size_t(s.L + s.T));
+  std::vector<float> scratch(size_t(AttentionScratchFloats(s.L, s.T, s.Hq, s.Hkv)));
   if (impl == Impl::kF32OverDequantized) {
     Attention(in.q.data(), in.k_deq.data(), in.v_deq.data(), in.kc_deq.data(), in.vc_deq.data(),
               in.mask.data(), out.data(), scratch.data(), s.T, s.L, s.Hq, s.Hkv, s.hd, scale, softcap);
@@ -167,7 +167,7 @@ TEST(AttentionQ8Accuracy, QuantizedCacheStaysCloseToF32) {
   const testing::AttentionRows rows = testing::RandomAttentionRows(s, 1);
   const auto& [q, k, v, kc, vc] = rows;
   std::vector<float> mask(size_t(s.T * (s.L + s.T)), 0.0f);
-  std::vector<float> scratch(size_t(s.L + s.T)), want(q.size()), got(q.size());
+  std::vector<float> scratch(size_t(AttentionScratchFloats(s.L, s.T, s.Hq, s.Hkv))), want(q.size()), got(q.size());
   Attention(q.data(), k.data(), v.data(), kc.data(), vc.data(), mask.data(), want.data(),
             scratch.data(), s.T, s.L, s.Hq, s.Hkv, s.hd, 0.125f, 0.0f);
   std::vector<int8_t> k8(k.size()), v8(v.size()), kc8(kc.size()), vc8(vc.size());

@@ -37,7 +37,7 @@ std::vector<float> RunAttention(const Inputs& in, float scale, float softcap, bo
   const AttentionShape& s = in.s;
   const testing::AttentionRows& r = in.rows;
   std::vector<float> out(size_t(s.T * s.Hq * s.hd), NAN);
-  std::vector<float> scratch(size_t(s.L + s.T));
+  std::vector<float> scratch(size_t(AttentionScratchFloats(s.L, s.T, s.Hq, s.Hkv)));
   auto fn = use_reference ? &reference::Attention : &Attention;
   fn(r.q.data(), r.k.data(), r.v.data(), r.k_cache.data(), r.v_cache.data(), in.mask.data(),
      out.data(), scratch.data(), s.T, s.L, s.Hq, s.Hkv, s.hd, scale, softcap);
