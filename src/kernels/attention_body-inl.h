@@ -1,16 +1,20 @@
 // Highway body shared by Attention (f32 K/V, attention-inl.h) and AttentionQ8 (int8 K/V with
 // per-row scales, attention_q8-inl.h), compiled once per SIMD target in each of their .cc files.
 // The two differ only in the row type (kernels/attention_rows.h): int8 rows are widened to f32
-// in registers (int8 → int32 → f32) inside Dot / LoadF32, and their row scale is folded into
-// the score / probability once per column (KvRows::Scaled), never per element; for f32 rows
-// Scaled is the identity, so the f32 kernel does exactly the operations it did on its own.
+// in registers (int8 → int32 → f32) inside LoadF32, and their row scale is folded into the
+// score / probability once per column (KvRows::Scaled), never per element; for f32 rows Scaled
+// is the identity, so the f32 kernel does exactly the operations it did on its own.
 //
-// Per row t the mask row is scanned once into a VisibleColumns index (shared by all heads);
-// per head, three walks over the visible columns only: scores (SIMD dot products over
-// head_dim, 4 columns at a time), exp / sum (Highway's vector Exp over gathered columns), and
-// out = Σ e·v / sum (SIMD, the output vectors held in registers across the walk). Scores live in
-// the scratch slots of their own columns. Softmax as torch: subtract the max, exp, normalize by
-// the sum — applied once to the weighted sum instead of to every probability.
+// Per row t the mask row is scanned once into a VisibleColumns index (shared by all heads).
+// The query heads of one kv group are attended together (up to kAttentionHeadBatch), in three
+// walks over the visible columns only: scores (each key row loaded once, one FMA chain per
+// head, the lane reductions of the heads sharing one tree), exp / sum per head (Highway's
+// vector Exp over gathered columns), and out = Σ e·v / sum (each value row loaded once, the
+// heads' output vectors held in registers across the walk). Head i of a batch keeps its scores
+// in scratch row i, in the slots of their own columns. Softmax as torch: subtract the max, exp,
+// normalize by the sum — applied once to the weighted sum instead of to every probability.
+// A head's operations do not depend on which heads it is batched with, nor on T: chunked
+// prefill and one-token decode give the same bits.
 
 #if defined(SLM_KERNELS_ATTENTION_BODY_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef SLM_KERNELS_ATTENTION_BODY_INL_H_
@@ -45,51 +49,6 @@ HWY_INLINE hn::Vec<D> LoadF32(D d, const int8_t* HWY_RESTRICT p) {
   const hn::Rebind<int32_t, D> di;
   const hn::Rebind<int8_t, D> d8;
   return hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(d8, p)));
-}
-
-// Σ a[i]·float(b[i]) over n elements of an f32 or int8 row b; two accumulators halve the FMA
-// dependency chain.
-template <class Elem>
-HWY_INLINE float Dot(const float* HWY_RESTRICT a, const Elem* HWY_RESTRICT b, size_t n) {
-  const hn::ScalableTag<float> d;
-  const size_t NL = hn::Lanes(d);
-  auto s0 = hn::Zero(d), s1 = hn::Zero(d);
-  size_t i = 0;
-  for (; i + 2 * NL <= n; i += 2 * NL) {
-    s0 = hn::MulAdd(hn::LoadU(d, a + i), LoadF32(d, b + i), s0);
-    s1 = hn::MulAdd(hn::LoadU(d, a + i + NL), LoadF32(d, b + i + NL), s1);
-  }
-  if (i + NL <= n) {
-    s0 = hn::MulAdd(hn::LoadU(d, a + i), LoadF32(d, b + i), s0);
-    i += NL;
-  }
-  float sum = hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1)));
-  for (; i < n; ++i) sum += a[i] * float(b[i]);
-  return sum;
-}
-
-// out[j] = q·rows[j] for 4 rows: q is loaded once per vector step for all 4, and the 4 chains
-// are independent (a single dot is latency-bound on its FMA chain and its reduction).
-template <class Elem>
-HWY_INLINE void Dot4(const float* HWY_RESTRICT q, const Elem* const rows[4], size_t n, float out[4]) {
-  const hn::ScalableTag<float> d;
-  const size_t NL = hn::Lanes(d);
-  auto s0 = hn::Zero(d), s1 = hn::Zero(d), s2 = hn::Zero(d), s3 = hn::Zero(d);
-  size_t i = 0;
-  for (; i + NL <= n; i += NL) {
-    const auto qv = hn::LoadU(d, q + i);
-    s0 = hn::MulAdd(qv, LoadF32(d, rows[0] + i), s0);
-    s1 = hn::MulAdd(qv, LoadF32(d, rows[1] + i), s1);
-    s2 = hn::MulAdd(qv, LoadF32(d, rows[2] + i), s2);
-    s3 = hn::MulAdd(qv, LoadF32(d, rows[3] + i), s3);
-  }
-  out[0] = hn::GetLane(hn::SumOfLanes(d, s0));
-  out[1] = hn::GetLane(hn::SumOfLanes(d, s1));
-  out[2] = hn::GetLane(hn::SumOfLanes(d, s2));
-  out[3] = hn::GetLane(hn::SumOfLanes(d, s3));
-  for (; i < n; ++i) {
-    for (size_t j = 0; j < 4; ++j) out[j] += q[i] * float(rows[j][i]);
-  }
 }
 
 // For kH heads of one kv group: out_h[d0, d0 + kV·lanes) = inv_sum[h] · Σ_c e_h[c]·v_c[d0, ...)
@@ -172,29 +131,6 @@ HWY_INLINE void WeightedValueSum(const KvRows<Elem>& values, const VisibleColumn
   }
 }
 
-// dots[h] = q_h · row for kH query vectors against one key row, the row loaded once per vector
-// step for all of them: per head one FMA chain over the full vectors, reduced across lanes, then
-// the hd % lanes tail in scalar code (the same operations for a head whatever kH is).
-template <size_t kH, class Elem>
-HWY_INLINE void DotHeads(const float* const q[], const Elem* HWY_RESTRICT row, size_t n, float dots[]) {
-  const hn::ScalableTag<float> d;
-  const size_t NL = hn::Lanes(d);
-  hn::Vec<decltype(d)> s[kH];
-  HWY_UNROLL(4)
-  for (size_t h = 0; h < kH; ++h) s[h] = hn::Zero(d);
-  size_t i = 0;
-  for (; i + NL <= n; i += NL) {
-    const auto k = LoadF32(d, row + i);
-    HWY_UNROLL(4)
-    for (size_t h = 0; h < kH; ++h) s[h] = hn::MulAdd(hn::LoadU(d, q[h] + i), k, s[h]);
-  }
-  HWY_UNROLL(4)
-  for (size_t h = 0; h < kH; ++h) dots[h] = hn::GetLane(hn::SumOfLanes(d, s[h]));
-  for (; i < n; ++i) {
-    for (size_t h = 0; h < kH; ++h) dots[h] += q[h][i] * float(row[i]);
-  }
-}
-
 // e[c] = exp(e[c] − max_s) for the visible columns, a vector of them at a time (Highway's Exp,
 // at most 1 ulp from std::exp; arguments below −104 give 0, so they are clamped at −200 before
 // the float → int step inside Exp); returns Σ e[c], each vector's sum added in double.
@@ -222,6 +158,54 @@ HWY_INLINE double ExpAndSum(const VisibleColumns& vis, float* HWY_RESTRICT e, fl
   }
   if (n > 0) flush();
   return sum;
+}
+
+// out[0..4) = the lane sums of s[0..4): the four reductions share one tree (pairs of vectors
+// interleaved and added per 128-bit block, then the blocks added in order) instead of four
+// whole-vector reductions. Each sum's additions are the same whatever the other vectors hold.
+template <class D>
+HWY_INLINE void SumOfLanes4(D d, const hn::Vec<D> s[4], float out[4]) {
+#if HWY_TARGET == HWY_SCALAR
+  for (size_t h = 0; h < 4; ++h) out[h] = hn::GetLane(s[h]);
+#else
+  const hn::Repartition<uint64_t, D> d64;
+  // Per block: [s0 + , s1 + , s0 + , s1 + ] (lanes 0+2 and 1+3 of each), same for s2, s3.
+  const auto a01 = hn::Add(hn::InterleaveLower(d, s[0], s[1]), hn::InterleaveUpper(d, s[0], s[1]));
+  const auto a23 = hn::Add(hn::InterleaveLower(d, s[2], s[3]), hn::InterleaveUpper(d, s[2], s[3]));
+  // Per block: [Σ s0, Σ s1, Σ s2, Σ s3] over the block's 4 lanes.
+  const auto lo = hn::BitCast(d, hn::InterleaveLower(d64, hn::BitCast(d64, a01), hn::BitCast(d64, a23)));
+  const auto hi = hn::BitCast(d, hn::InterleaveUpper(d64, hn::BitCast(d64, a01), hn::BitCast(d64, a23)));
+  constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
+  HWY_ALIGN float blocks[kMaxLanes];
+  hn::Store(hn::Add(lo, hi), d, blocks);
+  const hn::Full128<float> d4;
+  auto sum = hn::Load(d4, blocks);
+  for (size_t b = 4; b < hn::Lanes(d); b += 4) sum = hn::Add(sum, hn::Load(d4, blocks + b));
+  hn::StoreU(sum, d4, out);
+#endif
+}
+
+// dots[h] = q_h · row for kH query vectors against one key row, the row loaded once per vector
+// step for all of them: per head one FMA chain over the full vectors, reduced across lanes (one
+// shared tree, SumOfLanes4, with zero vectors for absent heads), then the hd % lanes tail in
+// scalar code — the same operations for a head whatever kH is.
+template <size_t kH, class Elem>
+HWY_INLINE void DotHeads(const float* const q[], const Elem* HWY_RESTRICT row, size_t n, float dots[]) {
+  const hn::ScalableTag<float> d;
+  const size_t NL = hn::Lanes(d);
+  hn::Vec<decltype(d)> s[4] = {hn::Zero(d), hn::Zero(d), hn::Zero(d), hn::Zero(d)};
+  size_t i = 0;
+  for (; i + NL <= n; i += NL) {
+    const auto k = LoadF32(d, row + i);
+    HWY_UNROLL(4)
+    for (size_t h = 0; h < kH; ++h) s[h] = hn::MulAdd(hn::LoadU(d, q[h] + i), k, s[h]);
+  }
+  float sums[4];
+  SumOfLanes4(d, s, sums);
+  for (size_t h = 0; h < kH; ++h) dots[h] = sums[h];
+  for (; i < n; ++i) {
+    for (size_t h = 0; h < kH; ++h) dots[h] += q[h][i] * float(row[i]);
+  }
 }
 
 // kH heads [h0, h0 + kH) of kv group g for query row t: scores into the scratch rows
