@@ -133,14 +133,20 @@ HWY_INLINE void WeightedValueSum(const KvRows<Elem>& values, const VisibleColumn
 
 // e[c] = exp(e[c] − max_s) for the visible columns, a vector of them at a time (Highway's Exp,
 // at most 1 ulp from std::exp; arguments below −104 give 0, so they are clamped at −200 before
-// the float → int step inside Exp); returns Σ e[c], each vector's sum added in double.
-HWY_INLINE double ExpAndSum(const VisibleColumns& vis, float* HWY_RESTRICT e, float max_s) {
+// the float → int step inside Exp); returns Σ e[c], each vector's sum added in double. The
+// vectors are the visible columns in walk order, NL at a time; when the next NL columns are all
+// visible (mrow: the mask row) they are loaded and stored in place, otherwise gathered — the
+// same vectors either way, so the same bits.
+HWY_INLINE double ExpAndSum(const VisibleColumns& vis, const float* HWY_RESTRICT mrow,
+                            float* HWY_RESTRICT e, float max_s) {
   const hn::ScalableTag<float> d;
   const size_t NL = hn::Lanes(d);
   constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
   HWY_ALIGN float buf[kMaxLanes];
   int64_t cols[kMaxLanes];
   const auto floor = hn::Set(d, -200.0f);
+  const auto vmax = hn::Set(d, max_s);
+  const auto hidden = hn::Set(d, -std::numeric_limits<float>::infinity());
   double sum = 0.0;
   size_t n = 0;
   const auto flush = [&] {
@@ -151,10 +157,19 @@ HWY_INLINE double ExpAndSum(const VisibleColumns& vis, float* HWY_RESTRICT e, fl
     for (size_t i = 0; i < n; ++i) e[cols[i]] = buf[i];
     n = 0;
   };
-  for (int64_t c = vis.first(); c < vis.end(); c = vis.Next(c)) {
+  int64_t c = vis.first();
+  while (c < vis.end()) {
+    if (n == 0 && c + int64_t(NL) <= vis.end() && hn::AllFalse(d, hn::Eq(hn::LoadU(d, mrow + c), hidden))) {
+      const auto v = hn::Exp(d, hn::Max(hn::Sub(hn::LoadU(d, e + c), vmax), floor));
+      hn::StoreU(v, d, e + c);
+      sum += double(hn::GetLane(hn::SumOfLanes(d, v)));
+      c = vis.Next(c + int64_t(NL) - 1);
+      continue;
+    }
     cols[n] = c;
     buf[n++] = e[c] - max_s;
     if (n == NL) flush();
+    c = vis.Next(c);
   }
   if (n > 0) flush();
   return sum;
@@ -228,7 +243,7 @@ HWY_INLINE void AttendHeads(const float* const q[], const KvRows<Elem>& keys, co
     }
   }
   float inv_sum[kH];
-  for (size_t h = 0; h < kH; ++h) inv_sum[h] = float(1.0 / ExpAndSum(vis, e[h], max_s[h]));
+  for (size_t h = 0; h < kH; ++h) inv_sum[h] = float(1.0 / ExpAndSum(vis, mrow, e[h], max_s[h]));
   WeightedValueSum<kH>(values, vis, e, g, inv_sum, out, hd);
 }
 
