@@ -70,23 +70,6 @@ HWY_INLINE void PermuteToPlanes(const float* HWY_RESTRICT x, float* HWY_RESTRICT
   }
 }
 
-// The chunk's scales as a lane vector: lane i belongs to block i/4, i.e. group
-// (c·128 + 32·(i/4)) / G. kScales = 128 / G scales per chunk (4, 2), or 1 for G ≥ 128.
-template <size_t kScales>
-HWY_INLINE __m512 ChunkScales(const float* HWY_RESTRICT scales, size_t c, size_t G) {
-  if constexpr (kScales == 4) {
-    const __m512i lanes = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-    return _mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(_mm_loadu_ps(scales + 4 * c)));
-  } else if constexpr (kScales == 2) {
-    const __m512i lanes = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-    // 8 bytes that are only 4-byte aligned: _mm_loadl_epi64 (an unaligned load), not _mm_load_sd.
-    const __m128 two = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + 2 * c)));
-    return _mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(two));
-  } else {
-    return _mm512_set1_ps(scales[c * kPlaneChunk / G]);
-  }
-}
-
 // Σ over the 8 planes of one chunk of one weight row: (q − 8) from the table, times xp. Two
 // chains of 4 FMAs.
 HWY_INLINE __m512 ChunkDot(const uint8_t* HWY_RESTRICT wc, const float* HWY_RESTRICT xc, __m512 table) {
@@ -155,7 +138,7 @@ HWY_INLINE void Q4PlanesTile(const float* HWY_RESTRICT x, const float* HWY_RESTR
       if (s % 16 == 0) {  // a new line of the next tile's scales (a second stream per row)
         _mm_prefetch(reinterpret_cast<const char*>(scales + (r + kN) * groups + s), _MM_HINT_T0);
       }
-      acc[r] = _mm512_fmadd_ps(ChunkScales<kScales>(scales + r * groups, c, G),
+      acc[r] = _mm512_fmadd_ps(vnni::Q4ChunkScales<kScales>(scales + r * groups, c, G),
                                ChunkDot(wc, xp + c * kPlaneChunk, table), acc[r]);
     }
   }

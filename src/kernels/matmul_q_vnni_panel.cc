@@ -292,9 +292,8 @@ SLM_VNNI_TARGET float UnpackQ4RowSigned(const uint8_t* src, const float* scales,
   for (size_t g = 0; g < groups; ++g) scale_sum += scales[g];
   const __m512i mask = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8);
   const __m512i first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
-  // Lane l (int32 view: the even lanes hold the sums, the odd ones 0) belongs to block l / 4.
-  const __m512i by4 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-  const __m512i by8 = _mm512_srli_epi32(by4, 1);
+  // Lane l of the sums (int32 view: the even lanes hold them, the odd ones 0) belongs to block
+  // l / 4: the lane order of Q4ChunkScales.
   __m512 acc = _mm512_setzero_ps();
   size_t k = 0;
   for (; k + 128 <= K; k += 128) {
@@ -305,11 +304,11 @@ SLM_VNNI_TARGET float UnpackQ4RowSigned(const uint8_t* src, const float* scales,
     const __m512 sums = _mm512_cvtepi32_ps(_mm512_sad_epu8(_mm512_add_epi8(lo, hi), _mm512_setzero_si512()));
     __m512 sv;
     if (G == 32) {
-      sv = _mm512_permutexvar_ps(by4, _mm512_castps128_ps512(_mm_loadu_ps(scales + k / 32)));
+      sv = vnni::Q4ChunkScales<4>(scales, k / 128, G);
     } else if (G == 64) {
-      sv = _mm512_permutexvar_ps(by8, _mm512_castps128_ps512(_mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + k / 64)))));
+      sv = vnni::Q4ChunkScales<2>(scales, k / 128, G);
     } else if (G % 128 == 0) {
-      sv = _mm512_set1_ps(scales[k / G]);
+      sv = vnni::Q4ChunkScales<1>(scales, k / 128, G);
     } else {  // G = 64·odd ≥ 192: a chunk may straddle two groups
       alignas(64) float lanes[16];
       for (size_t l = 0; l < 16; ++l) lanes[l] = scales[(k + 32 * (l / 4)) / G];
@@ -326,7 +325,7 @@ SLM_VNNI_TARGET float UnpackQ4RowSigned(const uint8_t* src, const float* scales,
       tail += scales[k / G] * float(nibbles);
     }
   }
-  return 128.0f * (_mm512_reduce_add_ps(acc) + tail - 8.0f * float(G) * scale_sum);
+  return 128.0f * (vnni::ReduceAdd(acc) + tail - 8.0f * float(G) * scale_sum);
 }
 
 struct Q4Args {

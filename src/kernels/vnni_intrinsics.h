@@ -5,6 +5,7 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstdint>
 #define SLM_HAVE_VNNI_KERNELS 1
 // GCC 12 reports the deliberately undefined upper lanes of the 128/256 → 512-bit casts as
@@ -44,6 +45,25 @@ SLM_VNNI_TARGET inline __m512i Dpbusd(__m512i acc, __m512i a, __m512i b) {
 #else
   return _mm512_dpbusd_epi32(acc, a, b);
 #endif
+}
+
+// The group scales of one 128-weight chunk c of a Q4 row as a lane vector: lane i belongs to the
+// chunk's 32-weight block i/4, i.e. group (c·128 + 32·(i/4)) / G. kScales = 128 / G scales per
+// chunk (4 or 2), or 1 when G is a multiple of 128. Shared by the int4 decode planes kernel and
+// the VNNI panel unpack (whose 16-lane sums follow the same block order).
+template <size_t kScales>
+SLM_AVX512F_TARGET inline __m512 Q4ChunkScales(const float* scales, size_t c, size_t G) {
+  if constexpr (kScales == 4) {
+    const __m512i lanes = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    return _mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(_mm_loadu_ps(scales + 4 * c)));
+  } else if constexpr (kScales == 2) {
+    const __m512i lanes = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    // 8 bytes that are only 4-byte aligned: _mm_loadl_epi64 (an unaligned load), not _mm_load_sd.
+    const __m128 two = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + 2 * c)));
+    return _mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(two));
+  } else {
+    return _mm512_set1_ps(scales[c * 128 / G]);
+  }
 }
 
 }  // namespace slm::kernels::vnni
