@@ -8,9 +8,10 @@
 // Per row t the mask row is scanned once into a VisibleColumns index (shared by all heads).
 // The query heads of one kv group are attended together (up to kAttentionHeadBatch), in three
 // walks over the visible columns only: scores (each key row loaded once, one FMA chain per
-// head, the lane reductions of the heads sharing one tree), exp / sum per head (Highway's
-// vector Exp over gathered columns), and out = Σ e·v / sum (each value row loaded once, the
-// heads' output vectors held in registers across the walk). Head i of a batch keeps its scores
+// head, the lane reductions of the heads sharing one tree; f32 query rows held in registers
+// where they fit), exp / sum per head (Highway's vector Exp, a vector of visible columns at a
+// time: in place where they are contiguous, else gathered), and out = Σ e·v / sum (each value
+// row loaded once, the heads' output vectors held in registers across the walk). Head i of a batch keeps its scores
 // in scratch row i, in the slots of their own columns. Softmax as torch: subtract the max, exp,
 // normalize by the sum — applied once to the weighted sum instead of to every probability.
 // A head's operations do not depend on which heads it is batched with, nor on T: chunked
@@ -277,10 +278,10 @@ HWY_INLINE void AttendHeads(const float* const q[], const KvRows<Elem>& keys, co
     ScoreWalkInRegisters<kH, 1>(q, keys, vis, g, finish);
   } else if (qv == 2) {
     ScoreWalkInRegisters<kH, 2>(q, keys, vis, g, finish);
-  } else if (qv == 4 && kH * 4 <= 16) {
+  } else if (qv == 4) {  // kH ≤ 4: at most 16 query vectors
     ScoreWalkInRegisters<kH, 4>(q, keys, vis, g, finish);
-  } else if (qv == 8 && kH * 8 <= 16) {
-    ScoreWalkInRegisters<kH, (kH * 8 <= 16 ? 8 : 1)>(q, keys, vis, g, finish);
+  } else if (qv == 8 && kH <= 2) {  // (the 1 only keeps kH > 2 from instantiating 8)
+    ScoreWalkInRegisters<kH, (kH <= 2 ? 8 : 1)>(q, keys, vis, g, finish);
   } else {
     for (int64_t c = vis.first(); c < vis.end(); c = vis.Next(c)) {
       float dots[kH];
