@@ -13,10 +13,11 @@
 //  - Q4: the weight nibbles (0..15) are the unsigned operand, xq the signed one; exact.
 //  - Q8: w + 128 (unsigned) times xq (signed), minus 128·Σxq per activation row; exact.
 // Q4 packing (quant_kernels.h): 32 bytes hold 64 consecutive k as two 32-k blocks, block b's
-// byte j = q[32b + j] (low nibble) | q[32b + 16 + j] << 4. Unpacked as [low nibbles | high
-// nibbles] the k order is (0-15, 32-47, 16-31, 48-63), so the activations are permuted once per
-// call into that order (128-bit lanes 0,2,1,3 of every 64 bytes); int32 lanes 0-3 and 8-11 then
-// belong to the first 32-k block, lanes 4-7 and 12-15 to the second.
+// byte j = q[32b + j] (low nibble) | q[32b + 16 + j] << 4. The decode tiles read 64 bytes (128 k,
+// 4 blocks) at a time: int32 lane i holds bytes 4i..4i+3 of block i/4, whose low nibbles are
+// q[32b + 4(i%4) + 0..3] and high nibbles q[32b + 16 + 4(i%4) + 0..3], so one vpdpbusd of the low
+// nibbles and one of the high nibbles, against the matching permutation of xq, add 8 products of
+// one block into each lane (see PermuteForQ4Chunks).
 #include "kernels/matmul_q_vnni.h"
 
 #include <algorithm>
@@ -119,60 +120,85 @@ SLM_VNNI_TARGET inline void Q8Tile(const int8_t* xq, const float* xscale, const 
 
 // ---- Q4 × dynamic int8 ----
 
-// out = each row of xq [R, K] with the 16-byte lanes of every 64 bytes in order 0, 2, 1, 3.
-SLM_VNNI_TARGET void PermuteForQ4(const int8_t* xq, int8_t* out, size_t R, size_t K) {
-  for (size_t i = 0; i < R * K; i += 64) {
-    const __m512i v = _mm512_loadu_si512(xq + i);
-    _mm512_storeu_si512(out + i, _mm512_shuffle_i64x2(v, v, _MM_SHUFFLE(3, 1, 2, 0)));
+// out = each row of xq [R, K] in the order of the nibbles of PermuteForQ4Chunks' loads: per 128-k
+// chunk, 64 "low" bytes (k 0-15, 32-47, 64-79, 96-111: the 16-byte pieces 0, 2, 4, 6) then 64
+// "high" bytes (pieces 1, 3, 5, 7); a 64-k tail (K % 128) as 32 low bytes (pieces 0, 2) then 32
+// high bytes (1, 3).
+SLM_VNNI_TARGET void PermuteForQ4Chunks(const int8_t* xq, int8_t* out, size_t R, size_t K) {
+  const size_t whole = K / 128 * 128;
+  for (size_t r = 0; r < R; ++r) {
+    const int8_t* x = xq + r * K;
+    int8_t* o = out + r * K;
+    for (size_t k = 0; k < whole; k += 128) {
+      const __m512i a = _mm512_loadu_si512(x + k), b = _mm512_loadu_si512(x + k + 64);
+      _mm512_storeu_si512(o + k, _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(2, 0, 2, 0)));
+      _mm512_storeu_si512(o + k + 64, _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+    }
+    if (whole < K) {
+      const __m512i a = _mm512_loadu_si512(x + whole);
+      _mm512_storeu_si512(o + whole, _mm512_shuffle_i64x2(a, a, _MM_SHUFFLE(3, 1, 2, 0)));
+    }
   }
 }
 
-// 64 weights of one row (32 bytes) as unsigned bytes in k order (0-15, 32-47, 16-31, 48-63).
-SLM_VNNI_TARGET inline __m512i UnpackQ4(const uint8_t* p) {
-  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  const __m256i mask = _mm256_set1_epi8(0x0F);
-  const __m256i lo = _mm256_and_si256(v, mask);
-  const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
-  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-}
-
-// Per-lane scales of one 64-k step for G == 32: lanes 0-3, 8-11 ← s[0]; 4-7, 12-15 ← s[1].
-SLM_VNNI_TARGET inline __m512 PairScales(const float* s) {
-  const __m512i idx = _mm512_set_epi32(1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0);
-  const __m128 two = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s)));
-  return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(two));
-}
-
-// kR rows × kN weight rows; K % 64 == 0, G ∈ {32, 64, 128}. xp: permuted xq.
-template <int kR, int kN>
+// kR rows × kN weight rows; K % 64 == 0; kScales = 128 / G group scales per chunk (4, 2), or 1
+// when G is a multiple of 128. xp: xq permuted by PermuteForQ4Chunks. Per chunk and weight row:
+// one load, two masks and a shift to split the nibbles, two vpdpbusd per x row, and the chunk's
+// int32 lanes scaled into f32 with the group scales as one lane vector (vnni::Q4ChunkScales: lane
+// i belongs to block i/4, as here). Each weight row prefetches the same chunk of the next tile's
+// row (kN rows ahead) and, once per line, the next tile's scales, as the int4 planes kernel.
+template <int kR, int kN, size_t kScales>
 SLM_VNNI_TARGET inline void Q4Tile(const int8_t* xp, const float* xscale, const float* offset_x,
                                    const uint8_t* w, const float* scales, const float* offsets,
                                    const float* bias, float* y, size_t K, size_t G, size_t ldy) {
-  const size_t groups = K / G;
+  const size_t groups = K / G, row_bytes = K / 2, chunks = K / 128;
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
   __m512 acc[kR][kN];
   #pragma GCC unroll 16
   for (int r = 0; r < kR; ++r)
     #pragma GCC unroll 16
-    for (int c = 0; c < kN; ++c) acc[r][c] = _mm512_setzero_ps();
-  // One int32 dot per 64-k step, scaled into f32 at once: with G == 32 the step spans two groups
-  // (per-lane scales), with G >= 64 one (a broadcast scale).
-  for (size_t k = 0; k < K; k += 64) {
-    __m512i wv[kN];
+    for (int n = 0; n < kN; ++n) acc[r][n] = _mm512_setzero_ps();
+  for (size_t c = 0; c < chunks; ++c) {
+    __m512i lo[kN], hi[kN];
     __m512 sv[kN];
+    const size_t s = c * 128 / G;  // this chunk's first scale index
     #pragma GCC unroll 16
-    for (int c = 0; c < kN; ++c) {
-      _mm_prefetch(reinterpret_cast<const char*>(w + (kN + c) * (K / 2) + k / 2), _MM_HINT_T0);  // as in Q8Tile
-      wv[c] = UnpackQ4(w + c * (K / 2) + k / 2);
-      const float* sc = scales + c * groups;
-      sv[c] = G == 32 ? PairScales(sc + k / 32) : _mm512_set1_ps(sc[k / G]);
+    for (int n = 0; n < kN; ++n) {
+      const uint8_t* wc = w + n * row_bytes + 64 * c;
+      _mm_prefetch(reinterpret_cast<const char*>(wc + kN * row_bytes), _MM_HINT_T0);
+      if (s % 16 == 0) _mm_prefetch(reinterpret_cast<const char*>(scales + (n + kN) * groups + s), _MM_HINT_T0);
+      const __m512i v = _mm512_loadu_si512(wc);
+      lo[n] = _mm512_and_si512(v, nibble);
+      hi[n] = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
+      sv[n] = vnni::Q4ChunkScales<kScales>(scales + n * groups, c, G);
     }
     #pragma GCC unroll 16
     for (int r = 0; r < kR; ++r) {
-      const __m512i xv = _mm512_loadu_si512(xp + r * K + k);
+      const __m512i xl = _mm512_loadu_si512(xp + r * K + 128 * c);
+      const __m512i xh = _mm512_loadu_si512(xp + r * K + 128 * c + 64);
       #pragma GCC unroll 16
-      for (int c = 0; c < kN; ++c) {
-        const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[c], xv);
-        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), sv[c], acc[r][c]);
+      for (int n = 0; n < kN; ++n) {
+        const __m512i dot = Dpbusd(Dpbusd(_mm512_setzero_si512(), lo[n], xl), hi[n], xh);
+        acc[r][n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), sv[n], acc[r][n]);
+      }
+    }
+  }
+  if (chunks * 128 < K) {  // a 64-k tail: two blocks, in 256-bit halves of the same scheme
+    const size_t k0 = chunks * 128;
+    const __m256i nibble256 = _mm256_set1_epi8(0x0F);
+    #pragma GCC unroll 16
+    for (int n = 0; n < kN; ++n) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + n * row_bytes + k0 / 2));
+      const __m256i l = _mm256_and_si256(v, nibble256), h = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble256);
+      const float* sc = scales + n * groups;
+      const __m256 sv = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_set1_ps(sc[k0 / G])), _mm_set1_ps(sc[(k0 + 32) / G]), 1);
+      #pragma GCC unroll 16
+      for (int r = 0; r < kR; ++r) {
+        const __m256i xl = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp + r * K + k0));
+        const __m256i xh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp + r * K + k0 + 32));
+        const __m256i dot = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), l, xl), h, xh);
+        const __m256 part = _mm256_mul_ps(_mm256_cvtepi32_ps(dot), sv);
+        acc[r][n] = _mm512_add_ps(acc[r][n], _mm512_insertf32x8(_mm512_setzero_ps(), part, 0));
       }
     }
   }
@@ -180,18 +206,18 @@ SLM_VNNI_TARGET inline void Q4Tile(const int8_t* xp, const float* xscale, const 
   // the group sums as floats (times -8 when symmetric, whose offsets are -8·scale).
   const __mmask16 tail = __mmask16((1u << (groups % 16)) - 1);
   #pragma GCC unroll 16
-  for (int c = 0; c < kN; ++c) {
-    const float* oc = offsets ? offsets + c * groups : scales + c * groups;
+  for (int n = 0; n < kN; ++n) {
+    const float* on = offsets ? offsets + n * groups : scales + n * groups;
     #pragma GCC unroll 16
     for (int r = 0; r < kR; ++r) {
       const float* gx = offset_x + r * groups;
-      __m512 v = acc[r][c];
+      __m512 v = acc[r][n];
       size_t g = 0;
-      for (; g + 16 <= groups; g += 16) v = _mm512_fmadd_ps(_mm512_loadu_ps(oc + g), _mm512_loadu_ps(gx + g), v);
-      if (tail) v = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, oc + g), _mm512_maskz_loadu_ps(tail, gx + g), v);
+      for (; g + 16 <= groups; g += 16) v = _mm512_fmadd_ps(_mm512_loadu_ps(on + g), _mm512_loadu_ps(gx + g), v);
+      if (tail) v = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, on + g), _mm512_maskz_loadu_ps(tail, gx + g), v);
       float out = ReduceAdd(v) * xscale[r];
-      if (bias) out += bias[c];
-      y[r * ldy + c] = out;
+      if (bias) out += bias[n];
+      y[r * ldy + n] = out;
     }
   }
 }
@@ -231,8 +257,19 @@ struct Q4Call {
                                   const float* offsets, const float* bias, float* y, size_t K,
                                   size_t N, size_t G) {
     const size_t groups = K / G;
-    Q4Tile<kR, kN>(xp + r * K, xscale + r, offset_x + r * groups, w + c * (K / 2), scales + c * groups,
-                   offsets ? offsets + c * groups : nullptr, bias ? bias + c : nullptr, y + r * N + c, K, G, N);
+    xp += r * K;
+    xscale += r;
+    offset_x += r * groups;
+    w += c * (K / 2);
+    scales += c * groups;
+    if (offsets) offsets += c * groups;
+    if (bias) bias += c;
+    y += r * N + c;
+    switch (128 / G) {
+      case 4: return Q4Tile<kR, kN, 4>(xp, xscale, offset_x, w, scales, offsets, bias, y, K, G, N);
+      case 2: return Q4Tile<kR, kN, 2>(xp, xscale, offset_x, w, scales, offsets, bias, y, K, G, N);
+      default: return Q4Tile<kR, kN, 1>(xp, xscale, offset_x, w, scales, offsets, bias, y, K, G, N);
+    }
   }
 };
 
@@ -282,12 +319,15 @@ bool MatMulQ4DynColumnsVnni(const int8_t* xq, const float* xscale, const int32_t
     MatMulQ4DynPanelVnni(xq, xscale, group_sums, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end);
     return true;
   }
+  // The tiles' chunk scale vectors need a chunk's groups to be whole blocks of G (G = 192 etc.
+  // would straddle): those shapes take the Highway body.
+  if (G % 128 != 0 && 128 % G != 0) return false;
   const size_t k = size_t(K), rows = size_t(R);
   const size_t groups = k / size_t(G), xp_bytes = (rows * k + 63) / 64 * 64;
   uint8_t* scratch = Scratch(xp_bytes + rows * groups * sizeof(float));
   int8_t* xp = reinterpret_cast<int8_t*>(scratch);
   float* offset_x = reinterpret_cast<float*>(scratch + xp_bytes);
-  PermuteForQ4(xq, xp, rows, k);
+  PermuteForQ4Chunks(xq, xp, rows, k);
   const float factor = offsets ? 1.0f : -8.0f;
   for (size_t i = 0; i < rows * groups; ++i) offset_x[i] = factor * float(group_sums[i]);
   ForTiles<Q4Call>(rows, size_t(n_begin), size_t(n_end), static_cast<const int8_t*>(xp), xscale,

@@ -251,9 +251,11 @@ TEST_F(VnniMatMulTest, Int8DynamicActivationMatchesReferenceOnAwkwardShapes) {
 }
 
 TEST_F(VnniMatMulTest, Int4DynamicActivationMatchesReferenceOnAwkwardShapes) {
+  // K: whole 128-k chunks, a 64-k tail alone (64) and after chunks (192, 1088; G = 32, 64).
   for (int64_t G : {32, 64, 128}) {
     for (int64_t R : {1, 2, 3, 4, 5, 7, 17}) {
-      for (int64_t K : {128, 256, 1024}) {
+      for (int64_t K : {64, 128, 192, 1024, 1088}) {
+        if (K % G != 0) continue;
         for (int64_t N : {1, 3, 4, 5, 9, 33}) {
           ASSERT_TRUE(Q4Matches(R, K, N, G, (R + N) % 2 == 1, (R + K / 64 + N) % 2 == 0, true));
         }
@@ -288,8 +290,13 @@ TEST_F(VnniMatMulTest, ShapesItCannotTakeFallBackToHighway) {
   int32_t gs[3] = {32, 32, 32};
   EXPECT_FALSE(MatMulQ8DynColumnsVnni(xq.data(), &xs, w.data(), &sc, nullptr, &y, 1, 96, 1, 0, 1));
   EXPECT_FALSE(MatMulQ4DynColumnsVnni(xq.data(), &xs, gs, w4.data(), &sc, nullptr, nullptr, &y, 1, 96, 1, 32, 0, 1));
+  // Below the panel rows, a group that straddles the decode tiles' 128-k chunks (G = 192).
+  std::vector<int8_t> xq192(192, 1);
+  std::vector<uint8_t> w192(96, 0x11);
+  EXPECT_FALSE(MatMulQ4DynColumnsVnni(xq192.data(), &xs, gs, w192.data(), &sc, nullptr, nullptr, &y, 1, 192, 1, 192, 0, 1));
   ASSERT_TRUE(Q8Matches(3, 96, 5, true, true));
   ASSERT_TRUE(Q4Matches(3, 96, 5, 32, false, true, true));
+  ASSERT_TRUE(Q4Matches(3, 384, 5, 192, true, true, true));
 }
 
 // The SIMD activation quantizer equals the scalar reference bit for bit: same scale, same codes
