@@ -44,6 +44,12 @@ uint8_t* PanelScratch(size_t bytes) {
 
 size_t Align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
+// Bytes from row to row of the unpacked weight slab. A tile step reads 4 bytes at the same k of
+// every row: with a power-of-two K (8192) the rows' lines all fall into one L1 set, and 12 rows
+// (Q8) plus the activation lines exceed its 12 ways; one line of padding spreads them out
+// (8da8w prefill: down_proj took 1.21× gate_proj's time at the same FLOPs, 1.02× padded).
+size_t SlabStride(size_t K) { return K + 64; }
+
 // dst[padded] = src[rows] followed by zeros: per-row factors sized to whole panels, so a tile
 // loads its panel's 32 of them as vectors.
 template <class T>
@@ -109,11 +115,12 @@ struct Prefetch {
   size_t bytes = 0;
 };
 
-// a[m] += Σ_{q in [q0, q1)} w[m, 4q..4q+3] · xt[q][0..16), b[m] the same for lanes 16..32.
+// a[m] += Σ_{q in [q0, q1)} w[m, 4q..4q+3] · xt[q][0..16) (w: kM rows, ldw bytes apart), b[m]
+// the same for lanes 16..32.
 // kSignedWeights: w is the signed operand of vpdpbusd and xt the unsigned one (Q4: q − 8 against
 // x + 128); otherwise w is unsigned (Q8: w + 128) and xt signed.
 template <size_t kM, bool kSignedWeights>
-SLM_VNNI_TARGET inline void PanelSteps(const int8_t* xt, const uint8_t* w, size_t K, size_t q0,
+SLM_VNNI_TARGET inline void PanelSteps(const int8_t* xt, const uint8_t* w, size_t ldw, size_t q0,
                                        size_t q1, __m512i* a, __m512i* b, Prefetch pf) {
   for (size_t q = q0; q < q1; ++q) {
     if (q * 64 < pf.bytes) _mm_prefetch(reinterpret_cast<const char*>(pf.next + q * 64), _MM_HINT_T0);
@@ -122,7 +129,7 @@ SLM_VNNI_TARGET inline void PanelSteps(const int8_t* xt, const uint8_t* w, size_
     #pragma GCC unroll 16
     for (size_t m = 0; m < kM; ++m) {
       int32_t quad;
-      std::memcpy(&quad, w + m * K + 4 * q, 4);
+      std::memcpy(&quad, w + m * ldw + 4 * q, 4);
       const __m512i wb = _mm512_set1_epi32(quad);
       a[m] = kSignedWeights ? Dpbusd(a[m], x0, wb) : Dpbusd(a[m], wb, x0);
       b[m] = kSignedWeights ? Dpbusd(b[m], x1, wb) : Dpbusd(b[m], wb, x1);
@@ -152,12 +159,12 @@ struct PanelRows {
 // out[m][j] = (Σ_k (w[m, k] + 128)·x[j, k] − 128·Σx[j]) · xscale[j] · scale[m] + bias[m] for the
 // 32 rows of one panel (w: kM unsigned rows), the epilogue in vector form over the 32 rows.
 template <size_t kM>
-SLM_VNNI_TARGET void Q8PanelTile(const int8_t* xt, const uint8_t* w, size_t K, PanelRows rows,
+SLM_VNNI_TARGET void Q8PanelTile(const int8_t* xt, const uint8_t* w, size_t K, size_t ldw, PanelRows rows,
                                  const float* scales, const float* bias, float* out, Prefetch pf) {
   __m512i a[kM], b[kM];
   #pragma GCC unroll 16
   for (size_t m = 0; m < kM; ++m) a[m] = b[m] = _mm512_setzero_si512();
-  PanelSteps<kM, false>(xt, w, K, 0, K / 4, a, b, pf);
+  PanelSteps<kM, false>(xt, w, ldw, 0, K / 4, a, b, pf);
   const __m512i c0 = _mm512_slli_epi32(_mm512_loadu_si512(rows.xsum), 7);
   const __m512i c1 = _mm512_slli_epi32(_mm512_loadu_si512(rows.xsum + 16), 7);
   const __m512 xs0 = _mm512_loadu_ps(rows.xscale), xs1 = _mm512_loadu_ps(rows.xscale + 16);
@@ -181,7 +188,7 @@ struct Q8Args {
   const float* bias;
   float* y;
   size_t R, K, N;
-  uint8_t* slab;  // [kQ8M, K]
+  uint8_t* slab;  // [kQ8M, SlabStride(K)]
   float* out;     // [kQ8M, 32]
 };
 
@@ -192,7 +199,7 @@ SLM_VNNI_TARGET void Q8PanelBlock(const Q8Args& s, size_t n) {
   for (size_t c = 0; c < kM; ++c) {
     const int8_t* src = s.w + (n + c) * s.K;
     for (size_t k = 0; k < s.K; k += 64) {
-      _mm512_storeu_si512(s.slab + c * s.K + k, _mm512_xor_si512(_mm512_loadu_si512(src + k), flip));
+      _mm512_storeu_si512(s.slab + c * SlabStride(s.K) + k, _mm512_xor_si512(_mm512_loadu_si512(src + k), flip));
     }
   }
   // The next block's rows follow this one's in memory (rows past the end are never loaded:
@@ -202,7 +209,7 @@ SLM_VNNI_TARGET void Q8PanelBlock(const Q8Args& s, size_t n) {
   const size_t left = (s.N - n - kM) * s.K, panels = (s.R + kP - 1) / kP;
   const Prefetch next{reinterpret_cast<const uint8_t*>(s.w + (n + kM) * s.K), std::min(left, kM * s.K)};
   for (size_t p = 0; p < panels; ++p) {
-    Q8PanelTile<kM>(s.xt + p * kP * s.K, s.slab, s.K, PanelRows{s.xsum + p * kP, s.xscale + p * kP},
+    Q8PanelTile<kM>(s.xt + p * kP * s.K, s.slab, s.K, SlabStride(s.K), PanelRows{s.xsum + p * kP, s.xscale + p * kP},
                     s.scales + n, s.bias ? s.bias + n : nullptr, s.out, p + 1 == panels ? next : Prefetch{});
     WriteRows<kM>(s.out, p, s.R, s.N, n, s.y);
   }
@@ -222,7 +229,7 @@ SLM_VNNI_TARGET void Q8PanelBlock(const Q8Args& s, size_t n) {
 //    (−8·scale when symmetric) times the group sums. No per-row fix: cheaper when the block is
 //    used by a single panel (the correction costs more than one panel's tile saves).
 template <size_t kM, bool kSigned>
-SLM_VNNI_TARGET void Q4PanelTile(const int8_t* xt, const uint8_t* w, size_t K, size_t G,
+SLM_VNNI_TARGET void Q4PanelTile(const int8_t* xt, const uint8_t* w, size_t K, size_t ldw, size_t G,
                                  const float* scales, const float* offsets, const float* fix,
                                  const float* gsum, PanelRows rows, const float* bias, float* out,
                                  Prefetch pf) {
@@ -234,7 +241,7 @@ SLM_VNNI_TARGET void Q4PanelTile(const int8_t* xt, const uint8_t* w, size_t K, s
     __m512i a[kM], b[kM];
     #pragma GCC unroll 16
     for (size_t m = 0; m < kM; ++m) a[m] = b[m] = _mm512_setzero_si512();
-    PanelSteps<kM, kSigned>(xt, w, K, g * G / 4, (g + 1) * G / 4, a, b, pf);
+    PanelSteps<kM, kSigned>(xt, w, ldw, g * G / 4, (g + 1) * G / 4, a, b, pf);
     if (kSigned && offsets == nullptr) {
       #pragma GCC unroll 16
       for (size_t m = 0; m < kM; ++m) {
@@ -284,13 +291,13 @@ SLM_VNNI_TARGET void UnpackQ4Row(const uint8_t* src, uint8_t* dst, size_t K) {
 // step: the 64 packed bytes are four 32-k blocks of 16 bytes (low nibbles k 32b..32b+15, high
 // nibbles k 32b+16..32b+31); one two-source permute per 64 output bytes puts them in k order.
 // For the correction, one vpsadbw of lo + hi sums 16 nibbles per 64-bit lane (2 lanes per
-// block), weighted by the block's group scale per lane; the −8 per code is 8·G·Σ_g scale.
-// A K % 128 == 64 tail goes through the unsigned 64-k unpack and scalar sums.
+// block), minus 8·16 for their −8s, weighted by the block's group scale per lane (a separate
+// serial sum of the scales for the −8s was a third of the unpack's time). A K % 128 == 64 tail
+// goes through the unsigned 64-k unpack and scalar sums.
 SLM_VNNI_TARGET float UnpackQ4RowSigned(const uint8_t* src, const float* scales, size_t K, size_t G, uint8_t* dst) {
-  const size_t groups = K / G;
-  float scale_sum = 0.0f;
-  for (size_t g = 0; g < groups; ++g) scale_sum += scales[g];
   const __m512i mask = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8);
+  // 8 per code × the 16 codes of each even int32 lane of the vpsadbw sums below.
+  const __m512i lane_eights = _mm512_setr_epi32(128, 0, 128, 0, 128, 0, 128, 0, 128, 0, 128, 0, 128, 0, 128, 0);
   const __m512i first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
   // Lane l of the sums (int32 view: the even lanes hold them, the odd ones 0) belongs to block
   // l / 4: the lane order of Q4ChunkScales.
@@ -301,7 +308,8 @@ SLM_VNNI_TARGET float UnpackQ4RowSigned(const uint8_t* src, const float* scales,
     const __m512i lo = _mm512_and_si512(v, mask), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
     _mm512_storeu_si512(dst + k, _mm512_sub_epi8(_mm512_permutex2var_epi64(lo, first, hi), eight));
     _mm512_storeu_si512(dst + k + 64, _mm512_sub_epi8(_mm512_permutex2var_epi64(lo, second, hi), eight));
-    const __m512 sums = _mm512_cvtepi32_ps(_mm512_sad_epu8(_mm512_add_epi8(lo, hi), _mm512_setzero_si512()));
+    const __m512i nibbles = _mm512_sad_epu8(_mm512_add_epi8(lo, hi), _mm512_setzero_si512());
+    const __m512 sums = _mm512_cvtepi32_ps(_mm512_sub_epi32(nibbles, lane_eights));
     __m512 sv;
     if (G == 32) {
       sv = vnni::Q4ChunkScales<4>(scales, k / 128, G);
@@ -320,12 +328,12 @@ SLM_VNNI_TARGET float UnpackQ4RowSigned(const uint8_t* src, const float* scales,
   if (k < K) {  // the last 64 k: two 32-k blocks of 16 bytes
     UnpackQ4Row<true>(src + k / 2, dst + k, K - k);
     for (; k < K; k += 32) {
-      int32_t nibbles = 0;
-      for (size_t i = 0; i < 16; ++i) nibbles += (src[k / 2 + i] & 0x0F) + (src[k / 2 + i] >> 4);
-      tail += scales[k / G] * float(nibbles);
+      int32_t codes = -8 * 32;
+      for (size_t i = 0; i < 16; ++i) codes += (src[k / 2 + i] & 0x0F) + (src[k / 2 + i] >> 4);
+      tail += scales[k / G] * float(codes);
     }
   }
-  return 128.0f * (vnni::ReduceAdd(acc) + tail - 8.0f * float(G) * scale_sum);
+  return 128.0f * (vnni::ReduceAdd(acc) + tail);
 }
 
 struct Q4Args {
@@ -338,7 +346,7 @@ struct Q4Args {
   const float* bias;
   float* y;
   size_t R, K, N, G;
-  uint8_t* slab;  // [kQ4M, K]
+  uint8_t* slab;  // [kQ4M, SlabStride(K)]
   float* out;     // [kQ4M, 32]
 };
 
@@ -349,9 +357,9 @@ SLM_VNNI_TARGET void Q4PanelBlock(const Q4Args& s, size_t n) {
   for (size_t c = 0; c < kM; ++c) {
     const uint8_t* row = s.w + (n + c) * (s.K / 2);
     if constexpr (kSigned) {
-      fix[c] = UnpackQ4RowSigned(row, s.scales + (n + c) * groups, s.K, s.G, s.slab + c * s.K);
+      fix[c] = UnpackQ4RowSigned(row, s.scales + (n + c) * groups, s.K, s.G, s.slab + c * SlabStride(s.K));
     } else {
-      UnpackQ4Row<false>(row, s.slab + c * s.K, s.K);
+      UnpackQ4Row<false>(row, s.slab + c * SlabStride(s.K), s.K);
       fix[c] = 0.0f;
     }
   }
@@ -360,7 +368,7 @@ SLM_VNNI_TARGET void Q4PanelBlock(const Q4Args& s, size_t n) {
   const size_t left = (s.N - n - kM) * (s.K / 2), panels = (s.R + kP - 1) / kP;
   const Prefetch next{s.w + (n + kM) * (s.K / 2), std::min(left, kM * s.K / 2)};
   for (size_t p = 0; p < panels; ++p) {  // prefetch in the last panel's tile, as for Q8
-    Q4PanelTile<kM, kSigned>(s.xt + p * kP * s.K, s.slab, s.K, s.G, sc, oc, fix, s.gsum + p * groups * kP,
+    Q4PanelTile<kM, kSigned>(s.xt + p * kP * s.K, s.slab, s.K, SlabStride(s.K), s.G, sc, oc, fix, s.gsum + p * groups * kP,
                     PanelRows{nullptr, s.xscale + p * kP}, s.bias ? s.bias + n : nullptr, s.out,
                     p + 1 == panels ? next : Prefetch{});
     WriteRows<kM>(s.out, p, s.R, s.N, n, s.y);
@@ -373,7 +381,7 @@ void MatMulQ8DynPanelVnni(const int8_t* xq, const float* xscale, const int32_t* 
                           const int8_t* w, const float* scales, const float* bias, float* y,
                           int64_t R, int64_t K, int64_t N, int64_t n_begin, int64_t n_end) {
   const size_t rows = size_t(R), k = size_t(K), panels = (rows + kP - 1) / kP;
-  const size_t xt_bytes = Align64(panels * kP * k), slab_bytes = Align64(kQ8M * k);
+  const size_t xt_bytes = Align64(panels * kP * k), slab_bytes = Align64(kQ8M * SlabStride(k));
   const size_t out_bytes = Align64(kQ8M * kP * sizeof(float)), row_bytes = panels * kP * sizeof(float);
   uint8_t* scratch = PanelScratch(xt_bytes + slab_bytes + out_bytes + 2 * row_bytes);
   Q8Args s{};
@@ -407,7 +415,7 @@ void MatMulQ4DynPanelVnni(const int8_t* xq, const float* xscale, const int32_t* 
                           int64_t n_begin, int64_t n_end) {
   const size_t rows = size_t(R), k = size_t(K), panels = (rows + kP - 1) / kP;
   const size_t groups = k / size_t(G);
-  const size_t xt_bytes = Align64(panels * kP * k), slab_bytes = Align64(kQ4M * k);
+  const size_t xt_bytes = Align64(panels * kP * k), slab_bytes = Align64(kQ4M * SlabStride(k));
   const size_t out_bytes = Align64(kQ4M * kP * sizeof(float)), row_bytes = panels * kP * sizeof(float);
   uint8_t* scratch = PanelScratch(xt_bytes + slab_bytes + out_bytes + row_bytes + panels * groups * kP * sizeof(float));
   Q4Args s{};
