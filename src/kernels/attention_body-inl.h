@@ -261,6 +261,7 @@ HWY_INLINE void AttendHeads(const float* const q[], const KvRows<Elem>& keys, co
                             const VisibleColumns& vis, const float* mrow, float* const e[], float* const out[],
                             int64_t g, size_t hd, float scale, float softcap) {
   float max_s[kH];
+#if HWY_TARGET == HWY_SCALAR
   for (size_t h = 0; h < kH; ++h) max_s[h] = -std::numeric_limits<float>::infinity();
   const auto finish = [&](int64_t c, const float* dots) {
     for (size_t h = 0; h < kH; ++h) {
@@ -271,6 +272,30 @@ HWY_INLINE void AttendHeads(const float* const q[], const KvRows<Elem>& keys, co
       max_s[h] = s > max_s[h] ? s : max_s[h];
     }
   };
+#else
+  // Each column's score of every head, s = dot · (key scale) · scale (+ soft-capping) + mask, as
+  // one 4-lane vector (lane h: head h, the same operations per lane whatever kH is), the running
+  // maxima too: per head and column in scalar code these were most of the score walk's
+  // instructions after the dot products.
+  const hn::Full128<float> d4;
+  const auto vscale = hn::Set(d4, scale);
+  auto vmax = hn::Set(d4, -std::numeric_limits<float>::infinity());
+  const auto finish = [&](int64_t c, const float* dots) {
+    auto s = hn::LoadU(d4, dots);  // dots[0..4): lanes past kH are never stored
+    if constexpr (KvRows<Elem>::kScaled) s = hn::Mul(s, hn::Set(d4, keys.Scaled(1.0f, g, c)));
+    s = hn::Mul(s, vscale);
+    if (softcap > 0.0f) {
+      HWY_ALIGN float capped[4];
+      hn::Store(s, d4, capped);
+      for (size_t h = 0; h < 4; ++h) capped[h] = softcap * std::tanh(capped[h] / softcap);
+      s = hn::Load(d4, capped);
+    }
+    s = hn::Add(s, hn::Set(d4, mrow[c]));
+    vmax = hn::Max(vmax, s);
+    HWY_UNROLL(4)
+    for (size_t h = 0; h < kH; ++h) e[h][c] = hn::ExtractLane(s, h);
+  };
+#endif
   // f32 keys only: with int8 keys (widened in registers per column) it measured 6–12% slower.
   const size_t NL = hn::Lanes(hn::ScalableTag<float>());
   const size_t qv = std::is_same_v<Elem, float> && hd % NL == 0 ? hd / NL : 0;  // q vectors per head
@@ -284,11 +309,14 @@ HWY_INLINE void AttendHeads(const float* const q[], const KvRows<Elem>& keys, co
     ScoreWalkInRegisters<kH, (kH <= 2 ? 8 : 1)>(q, keys, vis, g, finish);
   } else {
     for (int64_t c = vis.first(); c < vis.end(); c = vis.Next(c)) {
-      float dots[kH];
+      float dots[4] = {};
       DotHeads<kH>(q, keys.Row(g, c), hd, dots);
       finish(c, dots);
     }
   }
+#if HWY_TARGET != HWY_SCALAR
+  for (size_t h = 0; h < kH; ++h) max_s[h] = hn::ExtractLane(vmax, h);
+#endif
   float inv_sum[kH];
   for (size_t h = 0; h < kH; ++h) inv_sum[h] = float(1.0 / ExpAndSum(vis, mrow, e[h], max_s[h]));
   WeightedValueSum<kH>(values, vis, e, g, inv_sum, out, hd);
