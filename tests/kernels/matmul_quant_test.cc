@@ -264,6 +264,18 @@ TEST_F(VnniMatMulTest, Int4DynamicActivationMatchesReferenceOnAwkwardShapes) {
   }
 }
 
+TEST_F(VnniMatMulTest, Int4DynamicActivationRowsOf2KBOrMoreMatchReference) {
+  // K >= 4096: the decode tiles take one weight row at a time (with and without a 64-k tail).
+  for (int64_t G : {32, 64, 128}) {
+    for (int64_t R : {1, 2, 5}) {
+      for (int64_t K : {4096, 4160}) {
+        if (K % G != 0) continue;
+        for (int64_t N : {1, 3, 5}) ASSERT_TRUE(Q4Matches(R, K, N, G, (R + N) % 2 == 1, N % 2 == 0, true));
+      }
+    }
+  }
+}
+
 TEST_F(VnniMatMulTest, PanelPathMatchesReferenceFrom32Rows) {
   // From kVnniPanelRows rows the products run as panel GEMMs: partial last panels, N off the
   // 12-row (Q8) and 6-row (Q4) blocks and their tails, every group size, symmetric and not.
