@@ -121,7 +121,7 @@ SLM_VNNI_TARGET inline void Q8Tile(const int8_t* xq, const float* xscale, const 
 
 // ---- Q4 × dynamic int8 ----
 
-// out = each row of xq [R, K] in the order of the nibbles of PermuteForQ4Chunks' loads: per 128-k
+// out = each row of xq [R, K] in the order of the nibbles of Q4Tile's weight loads: per 128-k
 // chunk, 64 "low" bytes (k 0-15, 32-47, 64-79, 96-111: the 16-byte pieces 0, 2, 4, 6) then 64
 // "high" bytes (pieces 1, 3, 5, 7); a 64-k tail (K % 128) as 32 low bytes (pieces 0, 2) then 32
 // high bytes (1, 3).
@@ -306,7 +306,7 @@ bool MatMulQ8DynColumnsVnni(const int8_t* xq, const float* xscale, const int8_t*
     return true;
   }
   ForTiles<4, Q8Call>(rows, size_t(n_begin), size_t(n_end), xq, xscale, static_cast<const int32_t*>(xsum), w,
-                   scales, bias, y, k, size_t(N));
+                      scales, bias, y, k, size_t(N));
   return true;
 }
 

@@ -47,7 +47,7 @@ size_t Align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
 // Bytes from row to row of the unpacked weight slab. A tile step reads 4 bytes at the same k of
 // every row: with a power-of-two K (8192) the rows' lines all fall into one L1 set, and 12 rows
 // (Q8) plus the activation lines exceed its 12 ways; one line of padding spreads them out
-// (8da8w prefill: down_proj took 1.21× gate_proj's time at the same FLOPs, 1.02× padded).
+// (8da8w prefill: down_proj took 1.21–1.32× gate_proj's time at the same FLOPs, 0.99–1.02× padded).
 size_t SlabStride(size_t K) { return K + 64; }
 
 // dst[padded] = src[rows] followed by zeros: per-row factors sized to whole panels, so a tile
