@@ -129,16 +129,16 @@ HWY_INLINE void Q4PlanesTile(const float* HWY_RESTRICT x, const float* HWY_RESTR
   __m512 acc[kN];
   HWY_UNROLL(4)
   for (size_t r = 0; r < kN; ++r) acc[r] = _mm512_setzero_ps();
-  for (size_t c = 0; c < chunks; ++c) {
+  vnni::Q4ChunkScaleIndex<kScales> s(G);  // this chunk's first scale index
+  for (size_t c = 0; c < chunks; ++c, s.Next()) {
     HWY_UNROLL(4)
     for (size_t r = 0; r < kN; ++r) {
       const uint8_t* wc = w + r * row_bytes + c * (kPlaneChunk / 2);
       _mm_prefetch(reinterpret_cast<const char*>(wc + kN * row_bytes), _MM_HINT_T0);
-      const size_t s = c * kPlaneChunk / G;  // this chunk's first scale index
-      if (s % 16 == 0) {  // a new line of the next tile's scales (a second stream per row)
-        _mm_prefetch(reinterpret_cast<const char*>(scales + (r + kN) * groups + s), _MM_HINT_T0);
+      if (*s % 16 == 0) {  // a new line of the next tile's scales (a second stream per row)
+        _mm_prefetch(reinterpret_cast<const char*>(scales + (r + kN) * groups + *s), _MM_HINT_T0);
       }
-      acc[r] = _mm512_fmadd_ps(vnni::Q4ChunkScales<kScales>(scales + r * groups, c, G),
+      acc[r] = _mm512_fmadd_ps(vnni::Q4ChunkScales<kScales>(scales + r * groups + *s),
                                ChunkDot(wc, xp + c * kPlaneChunk, table), acc[r]);
     }
   }

@@ -159,19 +159,19 @@ SLM_VNNI_TARGET inline void Q4Tile(const int8_t* xp, const float* xscale, const 
   for (int r = 0; r < kR; ++r)
     #pragma GCC unroll 16
     for (int n = 0; n < kN; ++n) acc[r][n] = _mm512_setzero_ps();
-  for (size_t c = 0; c < chunks; ++c) {
+  vnni::Q4ChunkScaleIndex<kScales> s(G);  // this chunk's first scale index
+  for (size_t c = 0; c < chunks; ++c, s.Next()) {
     __m512i lo[kN], hi[kN];
     __m512 sv[kN];
-    const size_t s = c * 128 / G;  // this chunk's first scale index
     #pragma GCC unroll 16
     for (int n = 0; n < kN; ++n) {
       const uint8_t* wc = w + n * row_bytes + 64 * c;
       _mm_prefetch(reinterpret_cast<const char*>(wc + kN * row_bytes), _MM_HINT_T0);
-      if (s % 16 == 0) _mm_prefetch(reinterpret_cast<const char*>(scales + (n + kN) * groups + s), _MM_HINT_T0);
+      if (*s % 16 == 0) _mm_prefetch(reinterpret_cast<const char*>(scales + (n + kN) * groups + *s), _MM_HINT_T0);
       const __m512i v = _mm512_loadu_si512(wc);
       lo[n] = _mm512_and_si512(v, nibble);
       hi[n] = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
-      sv[n] = vnni::Q4ChunkScales<kScales>(scales + n * groups, c, G);
+      sv[n] = vnni::Q4ChunkScales<kScales>(scales + n * groups + *s);
     }
     #pragma GCC unroll 16
     for (int r = 0; r < kR; ++r) {

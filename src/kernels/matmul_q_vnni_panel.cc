@@ -312,11 +312,11 @@ SLM_VNNI_TARGET float UnpackQ4RowSigned(const uint8_t* src, const float* scales,
     const __m512 sums = _mm512_cvtepi32_ps(_mm512_sub_epi32(nibbles, lane_eights));
     __m512 sv;
     if (G == 32) {
-      sv = vnni::Q4ChunkScales<4>(scales, k / 128, G);
+      sv = vnni::Q4ChunkScales<4>(scales + k / G);
     } else if (G == 64) {
-      sv = vnni::Q4ChunkScales<2>(scales, k / 128, G);
+      sv = vnni::Q4ChunkScales<2>(scales + k / G);
     } else if (G % 128 == 0) {
-      sv = vnni::Q4ChunkScales<1>(scales, k / 128, G);
+      sv = vnni::Q4ChunkScales<1>(scales + k / G);
     } else {  // G = 64·odd ≥ 192: a chunk may straddle two groups
       alignas(64) float lanes[16];
       for (size_t l = 0; l < 16; ++l) lanes[l] = scales[(k + 32 * (l / 4)) / G];

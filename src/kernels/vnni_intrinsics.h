@@ -47,24 +47,45 @@ SLM_VNNI_TARGET inline __m512i Dpbusd(__m512i acc, __m512i a, __m512i b) {
 #endif
 }
 
-// The group scales of one 128-weight chunk c of a Q4 row as a lane vector: lane i belongs to the
-// chunk's 32-weight block i/4, i.e. group (c·128 + 32·(i/4)) / G. kScales = 128 / G scales per
-// chunk (4 or 2), or 1 when G is a multiple of 128. Shared by the int4 decode planes kernel and
-// the VNNI panel unpack (whose 16-lane sums follow the same block order).
+// The group scales of one 128-weight chunk of a Q4 row as a lane vector: lane i belongs to the
+// chunk's 32-weight block i/4. `first` points at the chunk's first group scale (group c·128 / G
+// of chunk c); kScales = 128 / G scales per chunk (4 or 2), or 1 when G is a multiple of 128.
+// Shared by the int4 decode planes kernel, the VNNI decode tiles and the VNNI panel unpack (whose
+// 16-lane sums follow the same block order).
 template <size_t kScales>
-SLM_AVX512F_TARGET inline __m512 Q4ChunkScales(const float* scales, size_t c, size_t G) {
+SLM_AVX512F_TARGET inline __m512 Q4ChunkScales(const float* first) {
   if constexpr (kScales == 4) {
     const __m512i lanes = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-    return _mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(_mm_loadu_ps(scales + 4 * c)));
+    return _mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(_mm_loadu_ps(first)));
   } else if constexpr (kScales == 2) {
     const __m512i lanes = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     // 8 bytes that are only 4-byte aligned: _mm_loadl_epi64 (an unaligned load), not _mm_load_sd.
-    const __m128 two = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + 2 * c)));
+    const __m128 two = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(first)));
     return _mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(two));
   } else {
-    return _mm512_set1_ps(scales[c * 128 / G]);
+    return _mm512_set1_ps(*first);
   }
 }
+
+// The first group-scale index of consecutive 128-weight chunks (c·128 / G for chunk c), stepped
+// without a division per chunk (a 64-bit divide per chunk sat in the decode kernels' loops).
+template <size_t kScales>
+class Q4ChunkScaleIndex {
+ public:
+  explicit Q4ChunkScaleIndex(size_t G) : chunks_per_scale_(kScales > 1 ? 1 : G / 128) {}
+  size_t operator*() const { return s_; }
+  void Next() {
+    if constexpr (kScales > 1) {
+      s_ += kScales;
+    } else if (++into_ == chunks_per_scale_) {
+      into_ = 0;
+      ++s_;
+    }
+  }
+
+ private:
+  size_t chunks_per_scale_, s_ = 0, into_ = 0;
+};
 
 }  // namespace slm::kernels::vnni
 
