@@ -272,11 +272,11 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
   auto profiled = [&](int rep) { return opt.profile && (rep > 0 || opt.repeats == 1); };
 
   // The roofline probes run around the timed calls and keep their best: this machine's bandwidth
-  // and clock drift by tens of percent within a minute, and a bound measured once, after the
-  // repeats, put decode at 52–103% of "the" bound in runs of one binary. The compute peaks are
-  // probed before the prefill repeats and at the end, the bandwidth (a 1 GiB buffer: after the
-  // first decode repeat, so that the peak RSS is the artifact's) between decode repeats and at
-  // the end.
+  // and clock drift by tens of percent within a minute, and probed once after the repeats the
+  // bandwidth read 29–62 GB/s within one run of the five 1B artifacts, putting 8da8w decode at
+  // 103% of "the" bound. The compute peaks are probed before the prefill repeats and at the end,
+  // the bandwidth between decode repeats and at the end (its 1 GiB buffer after the peak RSS is
+  // taken, so that the RSS stays the artifact's).
   ThreadPool& pool = ThreadPool::Default();
   const auto probe_compute = [&] {
     if (!opt.roofline) return;
@@ -314,8 +314,10 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
   const int64_t n = std::min<int64_t>(opt.decode_tokens, session->max_context_len() - 1);
   std::vector<double> rates;
   for (int rep = 0; rep < opt.repeats; ++rep) {
-    if (rep == 1) r.peak_rss_bytes = PeakRssBytes();
-    if (rep > 0) probe_bandwidth();
+    if (rep > 0 && opt.roofline) {
+      if (rep == 1) r.peak_rss_bytes = PeakRssBytes();
+      probe_bandwidth();
+    }
     session->Reset();
     std::optional<runtime::ScopedOpObserver> profiling;
     if (profiled(rep)) profiling.emplace(&profiler);
@@ -337,7 +339,7 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
     const double row_bytes = q8_cache ? double(l.head_dim) + 4.0 : double(l.head_dim) * 4.0;
     r.decode_kv_bytes += 2.0 * double(l.n_kv_heads) * row_bytes * (1.0 + double(n) / 2.0);
   }
-  if (opt.repeats <= 1) r.peak_rss_bytes = PeakRssBytes();
+  if (!opt.roofline || opt.repeats <= 1) r.peak_rss_bytes = PeakRssBytes();
 
   probe_bandwidth();
   probe_compute();
