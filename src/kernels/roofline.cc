@@ -102,17 +102,21 @@ double BestRate(double seconds, Round&& round) {
 }
 }  // namespace
 
-double MeasureReadBandwidth(ThreadPool& pool, uint64_t bytes, double seconds) {
-  const int64_t n = int64_t(bytes / sizeof(float)) / 64 * 64;
-  Buffer buf = Buffer::Allocate(size_t(n) * sizeof(float));  // zeroed: every page touched
-  float* p = buf.as<float>();
-  for (int64_t i = 0; i < n; i += 1024) p[i] = float(i & 7);
+ReadBandwidthProbe::ReadBandwidthProbe(uint64_t bytes)
+    : n_(int64_t(bytes / sizeof(float)) / 64 * 64),
+      buf_(Buffer::Allocate(size_t(n_) * sizeof(float))) {  // zeroed: every page touched
+  float* p = buf_.as<float>();
+  for (int64_t i = 0; i < n_; i += 1024) p[i] = float(i & 7);
+}
+
+double ReadBandwidthProbe::Measure(ThreadPool& pool, double seconds) {
+  const float* p = buf_.as<float>();
   std::atomic<float> sink{0};
   return BestRate(seconds, [&] {
-    pool.ParallelFor(n, 64, [&](int64_t b, int64_t e) {
+    pool.ParallelFor(n_, 64, [&](int64_t b, int64_t e) {
       sink.store(HWY_DYNAMIC_DISPATCH(StreamSum)(p + b, e - b), std::memory_order_relaxed);
     });
-    return double(n) * sizeof(float);
+    return double(n_) * sizeof(float);
   });
 }
 

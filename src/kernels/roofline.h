@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "core/aligned_buffer.h"
+
 namespace slm {
 class ThreadPool;
 }
@@ -12,8 +14,17 @@ class ThreadPool;
 namespace slm::kernels {
 
 // Streaming-read bandwidth in bytes/s: every pool thread sums its slice of a `bytes` buffer
-// (pick >> last-level cache), repeatedly.
-double MeasureReadBandwidth(ThreadPool& pool, uint64_t bytes, double seconds);
+// (pick >> last-level cache), repeatedly. The buffer is allocated and touched once, so that
+// probing again (bench probes between its timed calls) costs no new page faults.
+class ReadBandwidthProbe {
+ public:
+  explicit ReadBandwidthProbe(uint64_t bytes);
+  double Measure(ThreadPool& pool, double seconds);
+
+ private:
+  int64_t n_;  // floats, a multiple of 64
+  Buffer buf_;
+};
 // f32 FMA peak in FLOP/s (2 per lane per FMA) over all pool threads: independent register
 // accumulator chains, no memory traffic.
 double MeasureF32FmaPeak(ThreadPool& pool, double seconds);

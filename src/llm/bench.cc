@@ -283,9 +283,11 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
     r.fma_flop_s = std::max(r.fma_flop_s, kernels::MeasureF32FmaPeak(pool, opt.roofline_seconds));
     r.int8_op_s = std::max(r.int8_op_s, kernels::MeasureInt8DotPeak(pool, opt.roofline_seconds));
   };
+  std::optional<kernels::ReadBandwidthProbe> bandwidth;  // its buffer: allocated at the first probe
   const auto probe_bandwidth = [&] {
     if (!opt.roofline) return;
-    r.bandwidth_bytes_s = std::max(r.bandwidth_bytes_s, kernels::MeasureReadBandwidth(pool, opt.bandwidth_buffer_bytes, opt.roofline_seconds));
+    if (!bandwidth) bandwidth.emplace(opt.bandwidth_buffer_bytes);
+    r.bandwidth_bytes_s = std::max(r.bandwidth_bytes_s, bandwidth->Measure(pool, opt.roofline_seconds));
   };
 
   const int64_t vocab = session->vocab_size();
