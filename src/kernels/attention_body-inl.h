@@ -282,7 +282,7 @@ HWY_INLINE void AttendHeads(const float* const q[], const KvRows<Elem>& keys, co
   auto vmax = hn::Set(d4, -std::numeric_limits<float>::infinity());
   const auto finish = [&](int64_t c, const float* dots) {
     auto s = hn::LoadU(d4, dots);  // dots[0..4): lanes past kH are never stored
-    if constexpr (KvRows<Elem>::kScaled) s = hn::Mul(s, hn::Set(d4, keys.Scaled(1.0f, g, c)));
+    if constexpr (KvRows<Elem>::kScaled) s = hn::Mul(s, hn::Set(d4, keys.RowScale(g, c)));
     s = hn::Mul(s, vscale);
     if (softcap > 0.0f) {
       HWY_ALIGN float capped[4];

@@ -41,10 +41,17 @@ class KvRows {
   // score or probability, never per element. (Not x · 1.0f: the f32 kernels do no multiply.)
   float Scaled(float x, int64_t g, int64_t c) const {
     if constexpr (kScaled) {
-      return x * (c < L_ ? cache_scale_[g * L_ + c] : fresh_scale_[(c - L_) * n_kv_heads_ + g]);
+      return x * RowScale(g, c);
     } else {
       return x;
     }
+  }
+
+  // The scale of column c, kv head g (int8 rows).
+  float RowScale(int64_t g, int64_t c) const
+    requires(kScaled)
+  {
+    return c < L_ ? cache_scale_[g * L_ + c] : fresh_scale_[(c - L_) * n_kv_heads_ + g];
   }
 
  private:
