@@ -286,7 +286,10 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
   std::optional<kernels::ReadBandwidthProbe> bandwidth;  // its buffer: allocated at the first probe
   const auto probe_bandwidth = [&] {
     if (!opt.roofline) return;
-    if (!bandwidth) bandwidth.emplace(opt.bandwidth_buffer_bytes);
+    if (!bandwidth) {
+      r.peak_rss_bytes = PeakRssBytes();  // before the buffer, so that the RSS stays the artifact's
+      bandwidth.emplace(opt.bandwidth_buffer_bytes);
+    }
     r.bandwidth_bytes_s = std::max(r.bandwidth_bytes_s, bandwidth->Measure(pool, opt.roofline_seconds));
   };
 
@@ -316,10 +319,7 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
   const int64_t n = std::min<int64_t>(opt.decode_tokens, session->max_context_len() - 1);
   std::vector<double> rates;
   for (int rep = 0; rep < opt.repeats; ++rep) {
-    if (rep > 0 && opt.roofline) {
-      if (rep == 1) r.peak_rss_bytes = PeakRssBytes();
-      probe_bandwidth();
-    }
+    if (rep > 0) probe_bandwidth();
     session->Reset();
     std::optional<runtime::ScopedOpObserver> profiling;
     if (profiled(rep)) profiling.emplace(&profiler);
@@ -341,7 +341,7 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
     const double row_bytes = q8_cache ? double(l.head_dim) + 4.0 : double(l.head_dim) * 4.0;
     r.decode_kv_bytes += 2.0 * double(l.n_kv_heads) * row_bytes * (1.0 + double(n) / 2.0);
   }
-  if (!opt.roofline || opt.repeats <= 1) r.peak_rss_bytes = PeakRssBytes();
+  if (!opt.roofline) r.peak_rss_bytes = PeakRssBytes();  // with --roofline: taken by the first probe
 
   probe_bandwidth();
   probe_compute();
