@@ -15,7 +15,8 @@
 //   Σ_k ŵ_k·x_k = Σ_g s_g · Σ_{k∈g} (q_k − 8)·x_k  +  Σ_g (o_g + 8·s_g) · Σ_{k∈g} x_k
 // (ŵ = q·s + o; symmetric groups have o = −8·s, so their second term is zero). Lane i of plane m
 // holds weight 32·(i/4) + 4·(i%4) + m/2 + 16·(m%2) of the chunk (the Q4 block layout of
-// quant_kernels.h), so x is permuted once per call into the same order (PermuteToPlanes); lanes
+// quant_kernels.h), so x is permuted once per call into the same order (vnni::PermuteToPlanes,
+// shared with the BF16 body of matmul_q4_bf16.cc, which CPUs with avx512bf16 run instead); lanes
 // 4b..4b+3 all belong to block b, so the scales of a chunk form one vector too.
 
 #if defined(SLM_KERNELS_MATMUL_Q4_PLANES_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -36,39 +37,8 @@ namespace slm::kernels::HWY_NAMESPACE {
 
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
 
-// Weights per 64-byte chunk.
-constexpr size_t kPlaneChunk = 128;
-
-// True where the kernel applies: K holds at least one chunk and a group never straddles a
-// chunk's scale vector (G divides 128 or 128 divides G).
-HWY_INLINE bool Q4PlanesApply(size_t K, size_t G) {
-  return K >= kPlaneChunk && (kPlaneChunk % G == 0 || G % kPlaneChunk == 0);
-}
-
-// xp[c·128 + 16·m + i] = x[c·128 + 32·(i/4) + 4·(i%4) + m/2 + 16·(m%2)] for the K/128 whole
-// chunks. Per chunk and half h (m % 2): lanes i < 8 come from blocks 0 and 1, lanes 8.. from
-// blocks 2 and 3, each pair one two-source permute, then blended.
-HWY_INLINE void PermuteToPlanes(const float* HWY_RESTRICT x, float* HWY_RESTRICT xp, size_t chunks) {
-  __m512i idx[4];
-  for (int t = 0; t < 4; ++t) {
-    alignas(64) int32_t v[16];
-    for (int i = 0; i < 16; ++i) v[i] = ((i / 4) % 2) * 16 + 4 * (i % 4) + t;
-    idx[t] = _mm512_load_si512(v);
-  }
-  for (size_t c = 0; c < chunks; ++c) {
-    const float* xc = x + c * kPlaneChunk;
-    float* out = xp + c * kPlaneChunk;
-    for (int h = 0; h < 2; ++h) {
-      const __m512 b0 = _mm512_loadu_ps(xc + 16 * h), b1 = _mm512_loadu_ps(xc + 32 + 16 * h);
-      const __m512 b2 = _mm512_loadu_ps(xc + 64 + 16 * h), b3 = _mm512_loadu_ps(xc + 96 + 16 * h);
-      for (int t = 0; t < 4; ++t) {
-        const __m512 lo = _mm512_permutex2var_ps(b0, idx[t], b1);
-        const __m512 hi = _mm512_permutex2var_ps(b2, idx[t], b3);
-        _mm512_storeu_ps(out + 16 * (2 * t + h), _mm512_mask_blend_ps(0xFF00, lo, hi));
-      }
-    }
-  }
-}
+using vnni::kQ4PlaneChunk;
+using vnni::Q4PlanesApply;
 
 // Σ over the 8 planes of one chunk of one weight row: (q − 8) from the table, times xp. Two
 // chains of 4 FMAs.
@@ -85,33 +55,6 @@ HWY_INLINE __m512 ChunkDot(const uint8_t* HWY_RESTRICT wc, const float* HWY_REST
   return _mm512_add_ps(even, odd);
 }
 
-// Σ_g (o_g + 8·s_g)·xg_g over the row's groups, as a lane vector to add before the reduction.
-HWY_INLINE __m512 OffsetTerm(const float* HWY_RESTRICT scales, const float* HWY_RESTRICT offsets,
-                             const float* HWY_RESTRICT xg, size_t groups) {
-  const __m512 eight = _mm512_set1_ps(8.0f);
-  __m512 acc = _mm512_setzero_ps();
-  for (size_t g = 0; g < groups; g += 16) {
-    const __mmask16 m = groups - g >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (groups - g)) - 1);
-    const __m512 o = _mm512_fmadd_ps(eight, _mm512_maskz_loadu_ps(m, scales + g), _mm512_maskz_loadu_ps(m, offsets + g));
-    acc = _mm512_fmadd_ps(o, _mm512_maskz_loadu_ps(m, xg + g), acc);
-  }
-  return acc;
-}
-
-// Σ over the blocks of 32 past the whole chunks (K % 128) of one weight row, from unpermuted x.
-HWY_INLINE float TailBlocks(const float* HWY_RESTRICT x, const uint8_t* HWY_RESTRICT w,
-                            const float* HWY_RESTRICT scales, size_t K, size_t G) {
-  float s = 0.0f;
-  for (size_t b = K / kPlaneChunk * kPlaneChunk; b < K; b += 32) {
-    float dot = 0.0f;
-    for (size_t j = 0; j < 16; ++j) {
-      dot += float(int(w[b / 2 + j] & 0x0F) - 8) * x[b + j] + float(int(w[b / 2 + j] >> 4) - 8) * x[b + 16 + j];
-    }
-    s += scales[b / G] * dot;
-  }
-  return s;
-}
-
 // out[0..kN) = the dots of one permuted x row with kN weight rows streamed together, each step
 // prefetching the same chunk of the next tile's rows (rows are contiguous: kN rows ahead) and,
 // once per line, the next tile's scales (unprefetched, the scale streams held the kernel to
@@ -125,7 +68,7 @@ HWY_INLINE void Q4PlanesTile(const float* HWY_RESTRICT x, const float* HWY_RESTR
                              const float* scales, const float* offsets, size_t K, size_t G,
                              float* out) {
   const __m512 table = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
-  const size_t row_bytes = K / 2, groups = K / G, chunks = K / kPlaneChunk;
+  const size_t row_bytes = K / 2, groups = K / G, chunks = K / kQ4PlaneChunk;
   __m512 acc[kN];
   HWY_UNROLL(4)
   for (size_t r = 0; r < kN; ++r) acc[r] = _mm512_setzero_ps();
@@ -133,19 +76,19 @@ HWY_INLINE void Q4PlanesTile(const float* HWY_RESTRICT x, const float* HWY_RESTR
   for (size_t c = 0; c < chunks; ++c, s.Next()) {
     HWY_UNROLL(4)
     for (size_t r = 0; r < kN; ++r) {
-      const uint8_t* wc = w + r * row_bytes + c * (kPlaneChunk / 2);
+      const uint8_t* wc = w + r * row_bytes + c * (kQ4PlaneChunk / 2);
       _mm_prefetch(reinterpret_cast<const char*>(wc + kN * row_bytes), _MM_HINT_T0);
       if (*s % 16 == 0) {  // a new line of the next tile's scales (a second stream per row)
         _mm_prefetch(reinterpret_cast<const char*>(scales + (r + kN) * groups + *s), _MM_HINT_T0);
       }
       acc[r] = _mm512_fmadd_ps(vnni::Q4ChunkScales<kScales>(scales + r * groups + *s),
-                               ChunkDot(wc, xp + c * kPlaneChunk, table), acc[r]);
+                               ChunkDot(wc, xp + c * kQ4PlaneChunk, table), acc[r]);
     }
   }
   for (size_t r = 0; r < kN; ++r) {
     const float* sr = scales + r * groups;
-    if (offsets) acc[r] = _mm512_add_ps(acc[r], OffsetTerm(sr, offsets + r * groups, xg, groups));
-    out[r] = vnni::ReduceAdd(acc[r]) + TailBlocks(x, w + r * row_bytes, sr, K, G);
+    if (offsets) acc[r] = _mm512_add_ps(acc[r], vnni::Q4OffsetTerm(sr, offsets + r * groups, xg, groups));
+    out[r] = vnni::ReduceAdd(acc[r]) + vnni::Q4TailBlocks(x, w + r * row_bytes, sr, K, G);
   }
 }
 
@@ -161,14 +104,8 @@ HWY_INLINE void Q4PlanesRows(const float* x, const uint8_t* w, const float* scal
   float* xg = scratch + K;
   for (size_t r = 0; r < R; ++r) {
     const float* xr = x + r * K;
-    PermuteToPlanes(xr, xp, K / kPlaneChunk);
-    if (offsets) {
-      for (size_t g = 0; g < groups; ++g) {
-        __m512 sum = _mm512_setzero_ps();
-        for (size_t k = g * G; k < (g + 1) * G; k += 16) sum = _mm512_add_ps(sum, _mm512_loadu_ps(xr + k));
-        xg[g] = vnni::ReduceAdd(sum);
-      }
-    }
+    vnni::PermuteToPlanes(xr, xp, K / kQ4PlaneChunk);
+    if (offsets) vnni::Q4GroupSums(xr, xg, groups, G);
     float dots[kN];
     size_t c = n_begin;
     for (; c + kN <= n_end; c += kN) {
@@ -188,7 +125,7 @@ HWY_NOINLINE void Q4PlanesColumns(const float* x, const uint8_t* w, const float*
                                   const float* offsets, const float* bias, float* y, size_t R,
                                   size_t K, size_t N, size_t G, size_t n_begin, size_t n_end,
                                   float* scratch) {
-  switch (kPlaneChunk / G) {
+  switch (kQ4PlaneChunk / G) {
     case 4: return Q4PlanesRows<4>(x, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end, scratch);
     case 2: return Q4PlanesRows<2>(x, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end, scratch);
     default: return Q4PlanesRows<1>(x, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end, scratch);

@@ -1,4 +1,5 @@
-// Shared pieces of the AVX-512 VNNI kernels (matmul_q_vnni*.cc): the function-level target, and
+// Shared pieces of the AVX-512 kernels written with intrinsics (matmul_q_vnni*.cc,
+// matmul_q4_bf16.cc, matmul_q4_planes-inl.h): the VNNI function-level target, and
 // helpers GCC 12 compiles badly from the plain intrinsics.
 #pragma once
 
@@ -86,6 +87,84 @@ class Q4ChunkScaleIndex {
  private:
   size_t chunks_per_scale_, s_ = 0, into_ = 0;
 };
+
+// ---- Q4 "nibble planes" pieces shared by the int4 decode kernels (matmul_q4_planes-inl.h,
+// matmul_q4_bf16.cc) ----
+
+// Weights per 64-byte chunk.
+constexpr size_t kQ4PlaneChunk = 128;
+
+// True where the planes kernels apply: K holds at least one chunk and a group never straddles a
+// chunk's scale vector (G divides 128 or 128 divides G).
+inline bool Q4PlanesApply(size_t K, size_t G) {
+  return K >= kQ4PlaneChunk && (kQ4PlaneChunk % G == 0 || G % kQ4PlaneChunk == 0);
+}
+
+// Plane m of a chunk holds, in lane i, nibble m of the chunk's dword i: weight
+// 32·(i/4) + 4·(i%4) + m/2 + 16·(m%2) (the Q4 block layout of quant_kernels.h). x in that order:
+// xp[c·128 + 16·m + i] = x[c·128 + 32·(i/4) + 4·(i%4) + m/2 + 16·(m%2)] for the K/128 whole
+// chunks. Per chunk and half h (m % 2): lanes i < 8 come from blocks 0 and 1, lanes 8.. from
+// blocks 2 and 3, each pair one two-source permute, then blended.
+SLM_AVX512F_TARGET inline void PermuteToPlanes(const float* x, float* xp, size_t chunks) {
+  __m512i idx[4];
+  for (int t = 0; t < 4; ++t) {
+    alignas(64) int32_t v[16];
+    for (int i = 0; i < 16; ++i) v[i] = ((i / 4) % 2) * 16 + 4 * (i % 4) + t;
+    idx[t] = _mm512_load_si512(v);
+  }
+  for (size_t c = 0; c < chunks; ++c) {
+    const float* xc = x + c * kQ4PlaneChunk;
+    float* out = xp + c * kQ4PlaneChunk;
+    for (int h = 0; h < 2; ++h) {
+      const __m512 b0 = _mm512_loadu_ps(xc + 16 * h), b1 = _mm512_loadu_ps(xc + 32 + 16 * h);
+      const __m512 b2 = _mm512_loadu_ps(xc + 64 + 16 * h), b3 = _mm512_loadu_ps(xc + 96 + 16 * h);
+      for (int t = 0; t < 4; ++t) {
+        const __m512 lo = _mm512_permutex2var_ps(b0, idx[t], b1);
+        const __m512 hi = _mm512_permutex2var_ps(b2, idx[t], b3);
+        _mm512_storeu_ps(out + 16 * (2 * t + h), _mm512_mask_blend_ps(0xFF00, lo, hi));
+      }
+    }
+  }
+}
+
+// xg[g] = Σ_{k∈g} x_k for the `groups` groups of G (a multiple of 16) weights.
+SLM_AVX512F_TARGET inline void Q4GroupSums(const float* x, float* xg, size_t groups, size_t G) {
+  for (size_t g = 0; g < groups; ++g) {
+    __m512 sum = _mm512_setzero_ps();
+    for (size_t k = g * G; k < (g + 1) * G; k += 16) sum = _mm512_add_ps(sum, _mm512_loadu_ps(x + k));
+    xg[g] = ReduceAdd(sum);
+  }
+}
+
+// The planes kernels sum (q − 8)·x per group and apply the scale once per chunk:
+//   Σ_k ŵ_k·x_k = Σ_g s_g · Σ_{k∈g} (q_k − 8)·x_k  +  Σ_g (o_g + 8·s_g) · Σ_{k∈g} x_k
+// (ŵ = q·s + o; symmetric groups have o = −8·s, so their second term is zero). This is the
+// second term over a row's groups, as a lane vector to add before the reduction.
+SLM_AVX512F_TARGET inline __m512 Q4OffsetTerm(const float* scales, const float* offsets,
+                                              const float* xg, size_t groups) {
+  const __m512 eight = _mm512_set1_ps(8.0f);
+  __m512 acc = _mm512_setzero_ps();
+  for (size_t g = 0; g < groups; g += 16) {
+    const __mmask16 m = groups - g >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (groups - g)) - 1);
+    const __m512 o = _mm512_fmadd_ps(eight, _mm512_maskz_loadu_ps(m, scales + g), _mm512_maskz_loadu_ps(m, offsets + g));
+    acc = _mm512_fmadd_ps(o, _mm512_maskz_loadu_ps(m, xg + g), acc);
+  }
+  return acc;
+}
+
+// Σ over the blocks of 32 past the whole chunks (K % 128) of one weight row, from unpermuted x
+// (the first term above; the second covers these groups too).
+inline float Q4TailBlocks(const float* x, const uint8_t* w, const float* scales, size_t K, size_t G) {
+  float s = 0.0f;
+  for (size_t b = K / kQ4PlaneChunk * kQ4PlaneChunk; b < K; b += 32) {
+    float dot = 0.0f;
+    for (size_t j = 0; j < 16; ++j) {
+      dot += float(int(w[b / 2 + j] & 0x0F) - 8) * x[b + j] + float(int(w[b / 2 + j] >> 4) - 8) * x[b + 16 + j];
+    }
+    s += scales[b / G] * dot;
+  }
+  return s;
+}
 
 }  // namespace slm::kernels::vnni
 

@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "kernels/matmul_q4_bf16.h"
 #include "kernels/matmul_q_vnni.h"
 #include "kernels/quant_kernels.h"
 #include "kernel_test_util.h"
@@ -22,15 +23,17 @@ namespace {
 using testing::AllNear;
 using testing::RandomFloats;
 
-// The Highway bodies on every target; the VNNI bodies have their own test below.
+// The Highway bodies on every target; the VNNI and BF16 bodies have their own tests below.
 class QuantMatMulTest : public testing::PerTargetTest {
  protected:
   void SetUp() override {
     testing::PerTargetTest::SetUp();
     SetVnniEnabledForTest(false);
+    SetBf16EnabledForTest(false);
   }
   void TearDown() override {
     SetVnniEnabledForTest(true);
+    SetBf16EnabledForTest(true);
     testing::PerTargetTest::TearDown();
   }
 };
@@ -309,6 +312,58 @@ TEST_F(VnniMatMulTest, ShapesItCannotTakeFallBackToHighway) {
   ASSERT_TRUE(Q8Matches(3, 96, 5, true, true));
   ASSERT_TRUE(Q4Matches(3, 96, 5, 32, false, true, true));
   ASSERT_TRUE(Q4Matches(3, 384, 5, 192, true, true, true));
+}
+
+// The AVX-512 BF16 body of the weight-only int4 decode product (taken by the dispatch for R < 4
+// on a BF16 CPU). x is split into two bf16 parts (~2^-18 relative), so the Highway bodies'
+// tolerance holds.
+class Bf16MatMulTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!Bf16Available()) GTEST_SKIP() << "no AVX-512 BF16 on this CPU / build";
+  }
+};
+
+TEST_F(Bf16MatMulTest, Int4WeightOnlyDecodeMatchesReferenceAcrossChunksAndTails) {
+  std::vector<float> x(128, 1.0f), sc(4, 1.0f);
+  std::vector<uint8_t> w(64, 0x88);
+  float y = 0;
+  ASSERT_TRUE(MatMulQ4ColumnsBf16(x.data(), w.data(), sc.data(), nullptr, nullptr, &y, 1, 128, 1, 32, 0, 1))
+      << "dispatch would not take BF16";
+  // K: whole 128-weight chunks, tails of 32, 64 and 96 after them, rows of 2 KB and more; G = 256:
+  // one scale for two chunks. N off the 4-row tiles.
+  for (int64_t G : {32, 64, 128, 256}) {
+    for (int64_t K : {128, 160, 224, 256, 288, 640, 1152 + 96, 4096 + 32}) {
+      if (K % G != 0) continue;
+      for (int64_t R : {1, 2, 3}) {
+        for (int64_t N : {1, 3, 4, 5, 9, 13}) {
+          ASSERT_TRUE(Q4Matches(R, K, N, G, /*asym=*/(N + K / 32) % 2 == 0, (R + N) % 2 == 0, false));
+        }
+      }
+    }
+  }
+}
+
+TEST_F(Bf16MatMulTest, ColumnRangeWritesOnlyItsColumns) {
+  const int64_t R = 2, K = 256, N = 21;
+  const auto x = RandomFloats(size_t(R * K), 3);
+  const Q4Weights q4 = RandomQ4(N, K, 32, 5);
+  std::vector<float> y(size_t(R * N), 7.0f);
+  ASSERT_TRUE(MatMulQ4ColumnsBf16(x.data(), q4.w.data(), q4.scales.data(), q4.offsets.data(), nullptr, y.data(), R, K, N, 32, 5, 14));
+  for (int64_t r = 0; r < R; ++r) {
+    for (int64_t n = 0; n < N; ++n) EXPECT_EQ(y[size_t(r * N + n)] == 7.0f, !(n >= 5 && n < 14)) << "r " << r << " n " << n;
+  }
+}
+
+TEST_F(Bf16MatMulTest, ShapesItCannotTakeFallBackToHighway) {
+  std::vector<float> x(4 * 192, 1.0f), sc(8, 1.0f), y(4, 0.0f);
+  std::vector<uint8_t> w(4 * 96, 0x11);
+  // 4 rows of x (the slab path), K below one chunk, a group that straddles a chunk (G = 192).
+  EXPECT_FALSE(MatMulQ4ColumnsBf16(x.data(), w.data(), sc.data(), nullptr, nullptr, y.data(), 4, 128, 1, 32, 0, 1));
+  EXPECT_FALSE(MatMulQ4ColumnsBf16(x.data(), w.data(), sc.data(), nullptr, nullptr, y.data(), 1, 96, 1, 32, 0, 1));
+  EXPECT_FALSE(MatMulQ4ColumnsBf16(x.data(), w.data(), sc.data(), nullptr, nullptr, y.data(), 1, 192, 1, 192, 0, 1));
+  ASSERT_TRUE(Q4Matches(3, 96, 5, 32, false, true, false));
+  ASSERT_TRUE(Q4Matches(1, 384, 5, 192, true, true, false));
 }
 
 // The SIMD activation quantizer equals the scalar reference bit for bit: same scale, same codes
