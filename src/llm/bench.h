@@ -58,8 +58,15 @@ struct BenchResult {
   bool dynamic_int8 = false;          // 8da*: prefill compares with the int8 peak
   std::vector<std::pair<int64_t, Spread>> prefill_tok_s;  // per prompt length
   Spread decode_tok_s;
-  // Roofline (0 when not measured).
+  std::vector<double> decode_tok_s_per_repeat;  // in repeat order
+  // Roofline (0 when not measured). bandwidth_bytes_s: the best probe of the run.
   double bandwidth_bytes_s = 0, fma_flop_s = 0, int8_op_s = 0;
+  // Median over the decode repeats of each repeat's rate ÷ the bound from the probes just
+  // before and after it (their mean; the first repeat has only the one after): the bandwidth
+  // drifts by up to 2× within minutes on a shared VM, so a repeat is compared with the DRAM of
+  // its own moment. 0 when not measured.
+  double decode_fraction_of_paired_bound = 0;
+  std::vector<double> bandwidth_probes_bytes_s;  // before decode repeats 1.., then after the last
   std::string int8_peak_instruction;  // what the int8 probe ran: the dynamic kernels' inner op
   std::vector<MethodProfile> profile;  // --profile only
   nlohmann::json ToJson() const;

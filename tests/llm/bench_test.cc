@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <nlohmann/json.hpp>
@@ -105,6 +106,41 @@ TEST(BenchTest, RejectsZeroRepeatsAndZeroDecodeSteps) {
   o = Quick({16});
   o.decode_tokens = 0;
   EXPECT_FALSE(RunBench(path, o).ok());
+}
+
+TEST(BenchTest, RooflineComparesEachDecodeRepeatWithTheBandwidthProbedAroundIt) {
+  const std::string path = CompiledArtifact(Stories(), {16}, 128);
+  BenchOptions o = Quick({16});
+  o.roofline = true;
+  o.roofline_seconds = 0.01;
+  o.bandwidth_buffer_bytes = 4 << 20;
+  for (int repeats : {1, 2, 3}) {
+    o.repeats = repeats;
+    auto r = RunBench(path, o);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    // One probe before each repeat but the first, one after the last; the best is the bound.
+    ASSERT_EQ(r->bandwidth_probes_bytes_s.size(), size_t(repeats));
+    const auto [lo, hi] = std::minmax_element(r->bandwidth_probes_bytes_s.begin(), r->bandwidth_probes_bytes_s.end());
+    EXPECT_EQ(*hi, r->bandwidth_bytes_s);
+    const double bytes = double(r->decode_weight_bytes) + r->decode_kv_bytes;
+    const auto& rate = r->decode_tok_s_per_repeat;
+    const auto& probe = r->bandwidth_probes_bytes_s;
+    ASSERT_EQ(rate.size(), size_t(repeats));
+    if (repeats == 1) {  // its only probe is the best: the two fractions are one
+      EXPECT_DOUBLE_EQ(r->decode_fraction_of_paired_bound, r->decode_tok_s.median * bytes / r->bandwidth_bytes_s);
+    } else {  // repeat 0: the probe after it; later repeats: the mean of the probes before and after
+      std::vector<double> f = {rate[0] * bytes / probe[0]};
+      for (int i = 1; i < repeats; ++i) f.push_back(rate[size_t(i)] * bytes / ((probe[size_t(i - 1)] + probe[size_t(i)]) / 2));
+      std::sort(f.begin(), f.end());
+      const double median = repeats == 2 ? (f[0] + f[1]) / 2 : f[1];
+      EXPECT_DOUBLE_EQ(r->decode_fraction_of_paired_bound, median) << "repeats " << repeats;
+    }
+    EXPECT_GT(*lo, 0.0);
+    const nlohmann::json j = r->ToJson();
+    EXPECT_EQ(j["roofline"]["read_bandwidth_probes_gb_s"].size(), size_t(repeats));
+    EXPECT_DOUBLE_EQ(j["roofline"]["decode_fraction_of_paired_bound"].get<double>(), r->decode_fraction_of_paired_bound);
+    EXPECT_NE(r->ToText().find("of the bound probed around each repeat"), std::string::npos) << r->ToText();
+  }
 }
 
 TEST(BenchTest, ProfileSplitsEachMethodsTimeByOpKindAndMatmulRoleOverTheWarmRepeats) {
