@@ -5,17 +5,19 @@
 // Why: the planes kernel turns every nibble into an f32 with one vpermps per 16 weights and
 // multiplies with one FMA per 16: with the weights in cache one core reaches ~3 ns per 128
 // weights, which on two threads is below the DRAM stream the decode could have. Here one vpermw
-// turns 32 nibbles into bf16 (q − 8, exact in bf16) and one vdpbf16ps multiplies 32 of them by
-// x and adds pairs into 16 f32 lanes: half the lookups and half the product instructions per
-// weight.
+// turns 32 nibbles into bf16 (q − 8, exact in bf16) and one vdpbf16ps per part of x (below)
+// multiplies 32 of them by x and adds pairs into 16 f32 lanes: half the lookups per weight, and
+// no float conversion of the weights.
 //
-// Precision: bf16 holds 8 significant bits, so x is split into hi = bf16(x) and
-// lo = bf16(x − hi) (both rounded to nearest even) and each weight vector is multiplied by both:
-// x is represented to ~2⁻¹⁸ relative, the weight values exactly, the products bf16 × bf16 are
-// exact in f32 and vdpbf16ps adds them in f32. The result differs from the f32 planes kernel
-// by f32 summation order and that ~2⁻¹⁸ (the tests hold it to the same tolerance as the other
-// int4 bodies against the scalar reference). vdpbf16ps treats denormal inputs as zero: an x
-// below ~1e-38 in magnitude contributes 0.
+// Precision: bf16 holds 8 significant bits, so x is split into three bf16 parts, hi = bf16(x),
+// mid = bf16(x − hi), lo = bf16(x − hi − mid) (each rounded to nearest even; the differences
+// are exact in f32), and each weight vector is multiplied by all three: x is represented to
+// ~2⁻²⁷ relative, below f32's own 2⁻²⁴, the weight values exactly, the products bf16 × bf16 are
+// exact in f32 and vdpbf16ps adds them in f32. So the result differs from the f32 planes kernel
+// only by summation order. Two parts (2⁻¹⁸) ran BM_MatMulQ4G32 1×8192×16384 1.2–1.4× faster
+// than three, but made the int4 zoo models' one-token logits differ from the chunked prefill's
+// (f32 slab path) by up to 1.1e-3 instead of 4e-5 (peak |logit| 20–33). vdpbf16ps treats denormal inputs as zero: an x part below ~1e-38
+// in magnitude contributes 0.
 //
 // Layout: a 64-byte load is one chunk of 128 weights (four 32-weight Q4 blocks, quant_kernels.h).
 // As 32 words, nibble m (bits 4m..4m+3) of word e is nibble 4·(e%2) + m of dword e/2, i.e. lane
@@ -60,8 +62,9 @@ void SetBf16EnabledForTest(bool enabled) { bf16_enabled_for_test.store(enabled);
 namespace {
 
 constexpr size_t kChunk = vnni::kQ4PlaneChunk;
-// Words of permuted x per chunk: 4 planes of 32 hi words, then 4 of 32 lo words.
-constexpr size_t kChunkWords = 2 * kChunk;
+// Bf16 parts of x (hi, mid, lo) and words of permuted x per chunk: per part, 4 planes of 32 words.
+constexpr size_t kParts = 3;
+constexpr size_t kChunkWords = kParts * kChunk;
 
 // Grow-only per-thread scratch (allocates on a thread's first call for a given size only).
 float* Scratch(size_t floats) {
@@ -76,23 +79,23 @@ SLM_BF16_TARGET inline __m512i RoundToBf16Bits(__m512i bits) {
   return _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
 }
 
-// xb for one x row: per chunk, bf16 plane m word e = hi(x) of planes-kernel lane e/2 of plane
-// 4·(e%2) + m, then the same for lo. xp: scratch of K floats for the f32 planes.
+// xb for one x row: per chunk and part p, bf16 plane m word e = part p of planes-kernel lane e/2
+// of plane 4·(e%2) + m. xp: scratch of K floats for the f32 planes.
 SLM_BF16_TARGET void PermuteToBf16Planes(const float* x, float* xp, uint16_t* xb, size_t chunks) {
   vnni::PermuteToPlanes(x, xp, chunks);
   for (size_t c = 0; c < chunks; ++c) {
     const float* pc = xp + c * kChunk;
     uint16_t* out = xb + c * kChunkWords;
     for (size_t m = 0; m < 4; ++m) {
-      // a: f32 plane m (even words), b: plane m + 4 (odd words).
-      const __m512i a = _mm512_loadu_si512(pc + 16 * m), b = _mm512_loadu_si512(pc + 16 * (m + 4));
-      const __m512i a_hi = RoundToBf16Bits(a), b_hi = RoundToBf16Bits(b);
-      const __m512 a_lo = _mm512_sub_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(_mm512_slli_epi32(a_hi, 16)));
-      const __m512 b_lo = _mm512_sub_ps(_mm512_castsi512_ps(b), _mm512_castsi512_ps(_mm512_slli_epi32(b_hi, 16)));
-      const __m512i a_lo_bits = RoundToBf16Bits(_mm512_castps_si512(a_lo));
-      const __m512i b_lo_bits = RoundToBf16Bits(_mm512_castps_si512(b_lo));
-      _mm512_storeu_si512(out + 32 * m, _mm512_or_si512(a_hi, _mm512_slli_epi32(b_hi, 16)));
-      _mm512_storeu_si512(out + kChunk + 32 * m, _mm512_or_si512(a_lo_bits, _mm512_slli_epi32(b_lo_bits, 16)));
+      // a: f32 plane m (even words), b: plane m + 4 (odd words); each loses a part per step.
+      __m512 a = _mm512_loadu_ps(pc + 16 * m), b = _mm512_loadu_ps(pc + 16 * (m + 4));
+      for (size_t p = 0; p < kParts; ++p) {
+        const __m512i a_part = RoundToBf16Bits(_mm512_castps_si512(a));
+        const __m512i b_part = RoundToBf16Bits(_mm512_castps_si512(b));
+        _mm512_storeu_si512(out + p * kChunk + 32 * m, _mm512_or_si512(a_part, _mm512_slli_epi32(b_part, 16)));
+        a = _mm512_sub_ps(a, _mm512_castsi512_ps(_mm512_slli_epi32(a_part, 16)));
+        b = _mm512_sub_ps(b, _mm512_castsi512_ps(_mm512_slli_epi32(b_part, 16)));
+      }
     }
   }
 }
@@ -138,15 +141,23 @@ SLM_BF16_TARGET inline void Q4Bf16Tile(const float* x, const uint16_t* xb, const
       const __m512i p1 = _mm512_permutexvar_epi16(_mm512_srli_epi16(v, 4), table);
       const __m512i p2 = _mm512_permutexvar_epi16(_mm512_srli_epi16(v, 8), table);
       const __m512i p3 = _mm512_permutexvar_epi16(_mm512_srli_epi16(v, 12), table);
+      // One chain per part (the small parts' sums stay apart from hi's until the end).
+      const uint16_t* xm = xc + kChunk;
+      const uint16_t* xl = xc + 2 * kChunk;
       __m512 hi = Dpbf16(_mm512_setzero_ps(), p0, _mm512_loadu_si512(xc));
-      __m512 lo = Dpbf16(_mm512_setzero_ps(), p0, _mm512_loadu_si512(xc + kChunk));
+      __m512 mid = Dpbf16(_mm512_setzero_ps(), p0, _mm512_loadu_si512(xm));
+      __m512 lo = Dpbf16(_mm512_setzero_ps(), p0, _mm512_loadu_si512(xl));
       hi = Dpbf16(hi, p1, _mm512_loadu_si512(xc + 32));
-      lo = Dpbf16(lo, p1, _mm512_loadu_si512(xc + kChunk + 32));
+      mid = Dpbf16(mid, p1, _mm512_loadu_si512(xm + 32));
+      lo = Dpbf16(lo, p1, _mm512_loadu_si512(xl + 32));
       hi = Dpbf16(hi, p2, _mm512_loadu_si512(xc + 64));
-      lo = Dpbf16(lo, p2, _mm512_loadu_si512(xc + kChunk + 64));
+      mid = Dpbf16(mid, p2, _mm512_loadu_si512(xm + 64));
+      lo = Dpbf16(lo, p2, _mm512_loadu_si512(xl + 64));
       hi = Dpbf16(hi, p3, _mm512_loadu_si512(xc + 96));
-      lo = Dpbf16(lo, p3, _mm512_loadu_si512(xc + kChunk + 96));
-      acc[r] = _mm512_fmadd_ps(vnni::Q4ChunkScales<kScales>(scales + r * groups + *s), _mm512_add_ps(hi, lo), acc[r]);
+      mid = Dpbf16(mid, p3, _mm512_loadu_si512(xm + 96));
+      lo = Dpbf16(lo, p3, _mm512_loadu_si512(xl + 96));
+      const __m512 chunk = _mm512_add_ps(hi, _mm512_add_ps(mid, lo));
+      acc[r] = _mm512_fmadd_ps(vnni::Q4ChunkScales<kScales>(scales + r * groups + *s), chunk, acc[r]);
     }
   }
   for (size_t r = 0; r < kN; ++r) {
@@ -162,7 +173,7 @@ SLM_BF16_TARGET void Q4Bf16Rows(const float* x, const uint8_t* w, const float* s
                                 size_t K, size_t N, size_t G, size_t n_begin, size_t n_end) {
   constexpr size_t kN = 4;
   const size_t groups = K / G, row_bytes = K / 2, chunks = K / kChunk;
-  // K floats of f32 planes, K / G group sums, then the bf16 planes (2 words per weight).
+  // K floats of f32 planes, K / G group sums, then the bf16 planes (kParts words per weight).
   float* xp = Scratch(K + groups + chunks * kChunkWords / 2);
   float* xg = xp + K;
   uint16_t* xb = reinterpret_cast<uint16_t*>(xg + groups);
