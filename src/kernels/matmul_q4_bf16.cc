@@ -6,18 +6,18 @@
 // multiplies with one FMA per 16: with the weights in cache one core reaches ~3 ns per 128
 // weights, which on two threads is below the DRAM stream the decode could have. Here one vpermw
 // turns 32 nibbles into bf16 (q − 8, exact in bf16) and one vdpbf16ps per part of x (below)
-// multiplies 32 of them by x and adds pairs into 16 f32 lanes: half the lookups per weight, and
-// no float conversion of the weights.
+// multiplies 32 of them by x and adds pairs into 16 f32 lanes: per 32 weights one lookup and one
+// shift instead of two each. BM_MatMulQ4G32 1×8192×16384 (from DRAM, one thread): 1.25–1.33×.
 //
 // Precision: bf16 holds 8 significant bits, so x is split into three bf16 parts, hi = bf16(x),
 // mid = bf16(x − hi), lo = bf16(x − hi − mid) (each rounded to nearest even; the differences
 // are exact in f32), and each weight vector is multiplied by all three: x is represented to
 // ~2⁻²⁷ relative, below f32's own 2⁻²⁴, the weight values exactly, the products bf16 × bf16 are
 // exact in f32 and vdpbf16ps adds them in f32. So the result differs from the f32 planes kernel
-// only by summation order. Two parts (2⁻¹⁸) ran BM_MatMulQ4G32 1×8192×16384 1.2–1.4× faster
-// than three, but made the int4 zoo models' one-token logits differ from the chunked prefill's
-// (f32 slab path) by up to 1.1e-3 instead of 4e-5 (peak |logit| 20–33). vdpbf16ps treats denormal inputs as zero: an x part below ~1e-38
-// in magnitude contributes 0.
+// only by summation order. Two parts (2⁻¹⁸) ran the benchmark above 1.2–1.4× faster than three,
+// but made the int4 zoo models' one-token logits differ from the chunked prefill's (f32 slab
+// path) by up to 1.1e-3 instead of 4e-5 (peak |logit| 20–33). vdpbf16ps treats denormal inputs
+// as zero: a part below ~1e-38 in magnitude contributes 0.
 //
 // Layout: a 64-byte load is one chunk of 128 weights (four 32-weight Q4 blocks, quant_kernels.h).
 // As 32 words, nibble m (bits 4m..4m+3) of word e is nibble 4·(e%2) + m of dword e/2, i.e. lane
