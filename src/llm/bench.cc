@@ -366,8 +366,8 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
       fractions.push_back(rates[rep] * bytes_per_token / around);
     }
     r.decode_fraction_of_paired_bound = SpreadOf(fractions).median;
+    r.int8_peak_instruction = kernels::VnniAvailable() ? "vpdpbusd" : "int16 multiply-add";
   }
-  if (opt.roofline) r.int8_peak_instruction = kernels::VnniAvailable() ? "vpdpbusd" : "int16 multiply-add";
   return r;
 }
 
