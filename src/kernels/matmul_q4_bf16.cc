@@ -27,8 +27,6 @@
 #include "kernels/matmul_q4_bf16.h"
 
 #include <atomic>
-#include <cstdlib>
-#include <vector>
 
 #include "kernels/vnni_intrinsics.h"
 
@@ -41,8 +39,7 @@ std::atomic<bool> bf16_enabled_for_test{true};
 bool Bf16Available() {
 #if SLM_HAVE_VNNI_KERNELS
   static const bool available = [] {
-    const char* off = std::getenv("SLM_DISABLE_BF16");
-    if (off != nullptr && off[0] != '\0' && off[0] != '0') return false;
+    if (vnni::DisabledByEnvironment("SLM_DISABLE_BF16")) return false;
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512bf16");
@@ -66,13 +63,6 @@ constexpr size_t kChunk = vnni::kQ4PlaneChunk;
 constexpr size_t kParts = 3;
 constexpr size_t kChunkWords = kParts * kChunk;
 
-// Grow-only per-thread scratch (allocates on a thread's first call for a given size only).
-float* Scratch(size_t floats) {
-  thread_local std::vector<float> buf;
-  if (buf.size() < floats) buf.resize(floats);
-  return buf.data();
-}
-
 // The upper 16 bits of each f32 lane rounded to nearest even (bf16), in the low half of the lane.
 SLM_BF16_TARGET inline __m512i RoundToBf16Bits(__m512i bits) {
   const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
@@ -80,15 +70,15 @@ SLM_BF16_TARGET inline __m512i RoundToBf16Bits(__m512i bits) {
 }
 
 // xb for one x row: per chunk and part p, bf16 plane m word e = part p of planes-kernel lane e/2
-// of plane 4·(e%2) + m. xp: scratch of K floats for the f32 planes.
-SLM_BF16_TARGET void PermuteToBf16Planes(const float* x, float* xp, uint16_t* xb, size_t chunks) {
-  vnni::PermuteToPlanes(x, xp, chunks);
+// of plane 4·(e%2) + m (vnni::ChunkToPlanes).
+SLM_BF16_TARGET void PermuteToBf16Planes(const float* x, uint16_t* xb, size_t chunks) {
   for (size_t c = 0; c < chunks; ++c) {
-    const float* pc = xp + c * kChunk;
+    __m512 planes[8];
+    vnni::ChunkToPlanes(x + c * kChunk, planes);
     uint16_t* out = xb + c * kChunkWords;
     for (size_t m = 0; m < 4; ++m) {
       // a: f32 plane m (even words), b: plane m + 4 (odd words); each loses a part per step.
-      __m512 a = _mm512_loadu_ps(pc + 16 * m), b = _mm512_loadu_ps(pc + 16 * (m + 4));
+      __m512 a = planes[m], b = planes[m + 4];
       for (size_t p = 0; p < kParts; ++p) {
         const __m512i a_part = RoundToBf16Bits(_mm512_castps_si512(a));
         const __m512i b_part = RoundToBf16Bits(_mm512_castps_si512(b));
@@ -173,13 +163,12 @@ SLM_BF16_TARGET void Q4Bf16Rows(const float* x, const uint8_t* w, const float* s
                                 size_t K, size_t N, size_t G, size_t n_begin, size_t n_end) {
   constexpr size_t kN = 4;
   const size_t groups = K / G, row_bytes = K / 2, chunks = K / kChunk;
-  // K floats of f32 planes, K / G group sums, then the bf16 planes (kParts words per weight).
-  float* xp = Scratch(K + groups + chunks * kChunkWords / 2);
-  float* xg = xp + K;
+  // K / G group sums, then the bf16 planes (kParts words per weight).
+  float* xg = reinterpret_cast<float*>(vnni::ThreadScratch(groups * sizeof(float) + chunks * kChunkWords * sizeof(uint16_t)));
   uint16_t* xb = reinterpret_cast<uint16_t*>(xg + groups);
   for (size_t r = 0; r < R; ++r) {
     const float* xr = x + r * K;
-    PermuteToBf16Planes(xr, xp, xb, chunks);
+    PermuteToBf16Planes(xr, xb, chunks);
     if (offsets) vnni::Q4GroupSums(xr, xg, groups, G);
     float dots[kN];
     size_t c = n_begin;

@@ -22,10 +22,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <cstring>
 #include <type_traits>
-#include <vector>
 
 #include "kernels/vnni_intrinsics.h"
 
@@ -38,8 +36,7 @@ std::atomic<bool> vnni_enabled_for_test{true};
 bool VnniAvailable() {
 #if SLM_HAVE_VNNI_KERNELS
   static const bool available = [] {
-    const char* off = std::getenv("SLM_DISABLE_VNNI");
-    if (off != nullptr && off[0] != '\0' && off[0] != '0') return false;
+    if (vnni::DisabledByEnvironment("SLM_DISABLE_VNNI")) return false;
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vnni");
@@ -57,13 +54,7 @@ void SetVnniEnabledForTest(bool enabled) { vnni_enabled_for_test.store(enabled);
 namespace {
 using vnni::Dpbusd;
 using vnni::ReduceAdd;
-
-// Grow-only per-thread scratch (allocates on a thread's first call for a given size only).
-uint8_t* Scratch(size_t bytes) {
-  thread_local std::vector<uint8_t> buf;
-  if (buf.size() < bytes) buf.resize(bytes);
-  return buf.data();
-}
+using vnni::ThreadScratch;
 
 // ---- Q8 × dynamic int8 ----
 
@@ -299,7 +290,7 @@ bool MatMulQ8DynColumnsVnni(const int8_t* xq, const float* xscale, const int8_t*
                             int64_t N, int64_t n_begin, int64_t n_end) {
   if (!VnniAvailable() || K % 64 != 0) return false;
   const size_t k = size_t(K), rows = size_t(R);
-  int32_t* xsum = reinterpret_cast<int32_t*>(Scratch(rows * sizeof(int32_t)));
+  int32_t* xsum = reinterpret_cast<int32_t*>(ThreadScratch(rows * sizeof(int32_t)));
   RowSums(xq, xsum, rows, k);
   if (R >= kVnniPanelRows) {
     MatMulQ8DynPanelVnni(xq, xscale, xsum, w, scales, bias, y, R, K, N, n_begin, n_end);
@@ -324,7 +315,7 @@ bool MatMulQ4DynColumnsVnni(const int8_t* xq, const float* xscale, const int32_t
   if (G % 128 != 0 && 128 % G != 0) return false;
   const size_t k = size_t(K), rows = size_t(R);
   const size_t groups = k / size_t(G), xp_bytes = (rows * k + 63) / 64 * 64;
-  uint8_t* scratch = Scratch(xp_bytes + rows * groups * sizeof(float));
+  uint8_t* scratch = ThreadScratch(xp_bytes + rows * groups * sizeof(float));
   int8_t* xp = reinterpret_cast<int8_t*>(scratch);
   float* offset_x = reinterpret_cast<float*>(scratch + xp_bytes);
   PermuteForQ4Chunks(xq, xp, rows, k);

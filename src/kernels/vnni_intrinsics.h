@@ -8,6 +8,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <vector>
 #define SLM_HAVE_VNNI_KERNELS 1
 // GCC 12 reports the deliberately undefined upper lanes of the 128/256 → 512-bit casts as
 // uninitialized; they are never read.
@@ -19,6 +21,13 @@
 #define SLM_AVX512F_TARGET __attribute__((target("avx512f")))
 
 namespace slm::kernels::vnni {
+
+// True when the environment variable `name` is set to anything but "" or "0": the switches that
+// send the dispatch to the Highway bodies (SLM_DISABLE_VNNI, SLM_DISABLE_BF16).
+inline bool DisabledByEnvironment(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && v[0] != '\0' && v[0] != '0';
+}
 
 // Horizontal sums (not _mm512_reduce_add_*: GCC 12 warns about their undefined-vector temporaries).
 SLM_AVX512F_TARGET inline float ReduceAdd(__m512 v) {
@@ -101,30 +110,41 @@ inline bool Q4PlanesApply(size_t K, size_t G) {
 }
 
 // Plane m of a chunk holds, in lane i, nibble m of the chunk's dword i: weight
-// 32·(i/4) + 4·(i%4) + m/2 + 16·(m%2) (the Q4 block layout of quant_kernels.h). x in that order:
-// xp[c·128 + 16·m + i] = x[c·128 + 32·(i/4) + 4·(i%4) + m/2 + 16·(m%2)] for the K/128 whole
-// chunks. Per chunk and half h (m % 2): lanes i < 8 come from blocks 0 and 1, lanes 8.. from
-// blocks 2 and 3, each pair one two-source permute, then blended.
-SLM_AVX512F_TARGET inline void PermuteToPlanes(const float* x, float* xp, size_t chunks) {
-  __m512i idx[4];
-  for (int t = 0; t < 4; ++t) {
-    alignas(64) int32_t v[16];
-    for (int i = 0; i < 16; ++i) v[i] = ((i / 4) % 2) * 16 + 4 * (i % 4) + t;
-    idx[t] = _mm512_load_si512(v);
-  }
-  for (size_t c = 0; c < chunks; ++c) {
-    const float* xc = x + c * kQ4PlaneChunk;
-    float* out = xp + c * kQ4PlaneChunk;
-    for (int h = 0; h < 2; ++h) {
-      const __m512 b0 = _mm512_loadu_ps(xc + 16 * h), b1 = _mm512_loadu_ps(xc + 32 + 16 * h);
-      const __m512 b2 = _mm512_loadu_ps(xc + 64 + 16 * h), b3 = _mm512_loadu_ps(xc + 96 + 16 * h);
-      for (int t = 0; t < 4; ++t) {
-        const __m512 lo = _mm512_permutex2var_ps(b0, idx[t], b1);
-        const __m512 hi = _mm512_permutex2var_ps(b2, idx[t], b3);
-        _mm512_storeu_ps(out + 16 * (2 * t + h), _mm512_mask_blend_ps(0xFF00, lo, hi));
-      }
+// 32·(i/4) + 4·(i%4) + m/2 + 16·(m%2) (the Q4 block layout of quant_kernels.h). The 128 x of one
+// chunk in that order: planes[m] lane i = xc[32·(i/4) + 4·(i%4) + m/2 + 16·(m%2)]. Per half h
+// (m % 2): lanes i < 8 come from blocks 0 and 1, lanes 8.. from blocks 2 and 3, each pair one
+// two-source permute, then blended.
+SLM_AVX512F_TARGET inline void ChunkToPlanes(const float* xc, __m512 planes[8]) {
+  // Lane i of plane pair t: ((i/4) % 2)·16 + 4·(i%4) + t.
+  const __m512i base = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28);
+  for (int h = 0; h < 2; ++h) {
+    const __m512 b0 = _mm512_loadu_ps(xc + 16 * h), b1 = _mm512_loadu_ps(xc + 32 + 16 * h);
+    const __m512 b2 = _mm512_loadu_ps(xc + 64 + 16 * h), b3 = _mm512_loadu_ps(xc + 96 + 16 * h);
+    for (int t = 0; t < 4; ++t) {
+      const __m512i idx = _mm512_add_epi32(base, _mm512_set1_epi32(t));
+      const __m512 lo = _mm512_permutex2var_ps(b0, idx, b1);
+      const __m512 hi = _mm512_permutex2var_ps(b2, idx, b3);
+      planes[2 * t + h] = _mm512_mask_blend_ps(0xFF00, lo, hi);
     }
   }
+}
+
+// xp[c·128 + 16·m + i] = plane m of chunk c (ChunkToPlanes) for the K/128 whole chunks.
+SLM_AVX512F_TARGET inline void PermuteToPlanes(const float* x, float* xp, size_t chunks) {
+  for (size_t c = 0; c < chunks; ++c) {
+    __m512 planes[8];
+    ChunkToPlanes(x + c * kQ4PlaneChunk, planes);
+    for (int m = 0; m < 8; ++m) _mm512_storeu_ps(xp + c * kQ4PlaneChunk + 16 * m, planes[m]);
+  }
+}
+
+// Grow-only per-thread scratch of the intrinsics decode bodies (matmul_q_vnni.cc,
+// matmul_q4_bf16.cc): one buffer per thread, which they share because neither runs inside the
+// other; allocates on a thread's first call for a given size only.
+inline uint8_t* ThreadScratch(size_t bytes) {
+  thread_local std::vector<uint8_t> buf;
+  if (buf.size() < bytes) buf.resize(bytes);
+  return buf.data();
 }
 
 // xg[g] = Σ_{k∈g} x_k for the `groups` groups of G (a multiple of 16) weights.
