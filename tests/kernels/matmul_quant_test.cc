@@ -315,8 +315,8 @@ TEST_F(VnniMatMulTest, ShapesItCannotTakeFallBackToHighway) {
 }
 
 // The AVX-512 BF16 body of the weight-only int4 decode product (taken by the dispatch for R < 4
-// on a BF16 CPU). x is split into two bf16 parts (~2^-18 relative), so the Highway bodies'
-// tolerance holds.
+// on a BF16 CPU). x is split into three bf16 parts (~2^-27 relative), so the Highway bodies'
+// tolerance holds, and a tighter one (KeepsXToF32PrecisionNotBf16s).
 class Bf16MatMulTest : public ::testing::Test {
  protected:
   void SetUp() override {
