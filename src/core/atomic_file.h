@@ -20,7 +20,7 @@ class AtomicFileWriter {
   Status Write(const void* data, size_t size);
   Status WriteZeros(size_t size);
   uint64_t bytes_written() const { return written_; }
-  // fsync + rename to the final path.
+  // fsync, drop the file's pages from the page cache (see atomic_file.cc), rename to the final path.
   Status Commit();
 
  private:
