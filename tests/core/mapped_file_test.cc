@@ -1,0 +1,76 @@
+// MappedFile asks for huge pages for files of 2 MB and more, mapped or read (the weights are
+// streamed whole for every token; see mapped_file.cc).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "core/mapped_file.h"
+
+namespace slm {
+namespace {
+
+std::string TempFile(size_t bytes) {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "slm-mapped-XXXXXX").string();
+  const int fd = ::mkstemp(tmpl.data());
+  if (fd < 0) return "";
+  ::close(fd);
+  std::string data(bytes, '\0');
+  for (size_t i = 0; i < bytes; ++i) data[i] = char(i * 131 + 7);
+  std::ofstream(tmpl, std::ios::binary).write(data.data(), std::streamsize(bytes));
+  return tmpl;
+}
+
+// The VmFlags line of the /proc/self/smaps entry whose range holds `p` ("" if none).
+std::string VmFlagsOf(const void* p) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  std::ifstream in("/proc/self/smaps");
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("VmFlags:", 0) == 0) {
+      if (inside) return line;
+      continue;
+    }
+    uintptr_t begin = 0, end = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> begin >> dash >> end && dash == '-') inside = begin <= a && a < end;
+  }
+  return "";
+}
+
+bool HasFlag(const std::string& vm_flags, const std::string& flag) {
+  std::istringstream in(vm_flags);
+  for (std::string f; in >> f;) if (f == flag) return true;
+  return false;
+}
+
+TEST(MappedFile, LargeFilesAskForHugePagesMappedOrRead) {
+  if (!std::filesystem::exists("/sys/kernel/mm/transparent_hugepage")) {
+    GTEST_SKIP() << "kernel without transparent huge pages";
+  }
+  const std::string big = TempFile(size_t{4} << 20), small = TempFile(size_t{64} << 10);
+  ASSERT_FALSE(big.empty() || small.empty());
+  for (FileAccess access : {FileAccess::kMap, FileAccess::kRead}) {
+    auto f = MappedFile::Open(big, access);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    const std::string flags = VmFlagsOf((*f)->data());
+    ASSERT_FALSE(flags.empty());
+    EXPECT_TRUE(HasFlag(flags, "hg")) << (access == FileAccess::kMap ? "mapped: " : "read: ") << flags;
+    auto s = MappedFile::Open(small, access);
+    ASSERT_TRUE(s.ok());
+    EXPECT_FALSE(HasFlag(VmFlagsOf((*s)->data()), "hg")) << "a 64 KB file needs no 2 MB pages";
+    EXPECT_EQ((*f)->data()[12345], uint8_t(char(12345 * 131 + 7)));
+  }
+  std::filesystem::remove(big);
+  std::filesystem::remove(small);
+}
+
+}  // namespace
+}  // namespace slm
