@@ -87,7 +87,8 @@ Status AtomicFileWriter::Commit() {
   // They were allocated while the writer (a compile holding gigabytes) fragmented memory: scattered
   // 4 KB pages, and a 1B artifact mapped from them prefilled and decoded 1.26-1.47x slower than
   // from the pages a later read brings in, which readahead allocates as large contiguous folios
-  // (fewer TLB misses; docs/benchmarks.md, "Page cache"). The next open reads the file from disk.
+  // (fewer TLB misses; docs/benchmarks.md, "Page cache and huge pages"). The next open reads the
+  // file from disk.
   ::posix_fadvise(fd_, 0, 0, POSIX_FADV_DONTNEED);
   if (::close(fd_) != 0) {
     fd_ = -1;
