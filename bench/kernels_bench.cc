@@ -244,7 +244,7 @@ void BM_MatMulQ4DynG32(benchmark::State& state) {
   if (vnni) state.SetLabel("AVX-512 VNNI");
 }
 
-#define SLM_QUANT_SHAPES ->Args({1, 2048, 2048})->Args({1, 2048, 8192})->Args({1, 8192, 16384})->Args({32, 2048, 2048})->Args({128, 2048, 2048})->Unit(benchmark::kMicrosecond)
+#define SLM_QUANT_SHAPES ->Args({1, 2048, 2048})->Args({1, 2048, 8192})->Args({1, 8192, 2048})->Args({1, 8192, 16384})->Args({32, 2048, 2048})->Args({128, 2048, 2048})->Unit(benchmark::kMicrosecond)
 BENCHMARK(BM_MatMulQ8) SLM_QUANT_SHAPES;
 BENCHMARK(BM_MatMulQ4G32) SLM_QUANT_SHAPES;
 #define SLM_DYN_SHAPES                                                                       \

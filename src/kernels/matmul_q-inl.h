@@ -32,6 +32,7 @@
 
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
+#include "kernels/decode_prefetch.h"
 #include "kernels/matmul-inl.h"
 #include "kernels/matmul_q4_planes-inl.h"
 #include "kernels/quant_kernels.h"
@@ -129,7 +130,7 @@ HWY_INLINE void Q8RowTile(const float* HWY_RESTRICT x, const int8_t* HWY_RESTRIC
     const auto x1 = hn::LoadU(df, x + k + NL);
     HWY_UNROLL(8)
     for (size_t c = 0; c < kN; ++c) {
-      hwy::Prefetch(w + (kN + c) * K + k);  // the next tile's row c (see the file comment)
+      hwy::Prefetch(DecodePrefetchAddress(w + c * K + k, k, K, kN));  // see decode_prefetch.h
       const auto w0 = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, w + c * K + k)));
       const auto w1 = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, w + c * K + k + NL)));
       acc0[c] = hn::MulAdd(x0, w0, acc0[c]);

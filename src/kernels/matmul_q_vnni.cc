@@ -25,6 +25,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "kernels/decode_prefetch.h"
 #include "kernels/vnni_intrinsics.h"
 
 namespace slm::kernels {
@@ -88,7 +89,7 @@ SLM_VNNI_TARGET inline void Q8Tile(const int8_t* xq, const float* xscale, const 
     for (int c = 0; c < kN; ++c) {
       // The next tile's row c at this k (rows are contiguous: kN rows ahead). For decode, where
       // every weight is read once, 7–50% more 8da8w tok/s (A/B in one run).
-      _mm_prefetch(reinterpret_cast<const char*>(w + (kN + c) * K + k), _MM_HINT_T0);
+      _mm_prefetch(static_cast<const char*>(DecodePrefetchAddress(w + c * K + k, k, K, kN)), _MM_HINT_T0);
       wv[c] = _mm512_xor_si512(_mm512_loadu_si512(w + c * K + k), flip);
     }
     #pragma GCC unroll 16
