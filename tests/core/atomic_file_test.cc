@@ -6,25 +6,18 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
+#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "core/atomic_file.h"
+#include "test_util.h"
 
 namespace slm {
 namespace {
 
 constexpr long kTmpfsMagic = 0x01021994;  // linux/magic.h TMPFS_MAGIC: the page cache is the storage
 constexpr long kRamfsMagic = 0x858458f6;
-
-std::string TempDir() {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "slm-atomic-XXXXXX").string();
-  const char* dir = ::mkdtemp(tmpl.data());
-  return dir ? std::string(dir) : std::string();
-}
 
 // Pages of `path` resident in the page cache, counted by mapping it and asking mincore (which
 // does not fault pages in).
@@ -47,8 +40,7 @@ size_t ResidentPages(const std::string& path, size_t bytes) {
 }
 
 TEST(AtomicFileWriter, CommittedFileHoldsTheBytesAndLeavesThePageCache) {
-  const std::string dir = TempDir();
-  ASSERT_FALSE(dir.empty());
+  const std::string dir = testing::MakeTempDir("atomic");
   struct statfs fs {};
   ASSERT_EQ(::statfs(dir.c_str(), &fs), 0);
   const std::string path = dir + "/out.bin";
@@ -65,10 +57,7 @@ TEST(AtomicFileWriter, CommittedFileHoldsTheBytesAndLeavesThePageCache) {
     // Written pages before the fix: all 2048 resident.
     EXPECT_EQ(ResidentPages(path, kBytes), 0u) << "the committed file's pages stayed in the page cache";
   }
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> back((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_TRUE(back == data);
-  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(testing::ReadFile(path) == std::string(data.begin(), data.end()));
 }
 
 }  // namespace

@@ -2,29 +2,25 @@
 // streamed whole for every token; see mapped_file.cc).
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cstdint>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
 #include "core/mapped_file.h"
+#include "test_util.h"
 
 namespace slm {
 namespace {
 
-std::string TempFile(size_t bytes) {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "slm-mapped-XXXXXX").string();
-  const int fd = ::mkstemp(tmpl.data());
-  if (fd < 0) return "";
-  ::close(fd);
+// A file of `bytes` pattern bytes (byte i = i·131 + 7) in a fresh temp dir.
+std::string PatternFile(const std::string& name, size_t bytes) {
   std::string data(bytes, '\0');
   for (size_t i = 0; i < bytes; ++i) data[i] = char(i * 131 + 7);
-  std::ofstream(tmpl, std::ios::binary).write(data.data(), std::streamsize(bytes));
-  return tmpl;
+  const std::string path = testing::MakeTempDir("mapped") + "/" + name;
+  testing::WriteFile(path, data);
+  return path;
 }
 
 // The VmFlags line of the /proc/self/smaps entry whose range holds `p` ("" if none).
@@ -55,8 +51,7 @@ TEST(MappedFile, LargeFilesAskForHugePagesMappedOrRead) {
   if (!std::filesystem::exists("/sys/kernel/mm/transparent_hugepage")) {
     GTEST_SKIP() << "kernel without transparent huge pages";
   }
-  const std::string big = TempFile(size_t{4} << 20), small = TempFile(size_t{64} << 10);
-  ASSERT_FALSE(big.empty() || small.empty());
+  const std::string big = PatternFile("big.bin", size_t{4} << 20), small = PatternFile("small.bin", size_t{64} << 10);
   for (FileAccess access : {FileAccess::kMap, FileAccess::kRead}) {
     auto f = MappedFile::Open(big, access);
     ASSERT_TRUE(f.ok()) << f.status().ToString();
@@ -68,8 +63,6 @@ TEST(MappedFile, LargeFilesAskForHugePagesMappedOrRead) {
     EXPECT_FALSE(HasFlag(VmFlagsOf((*s)->data()), "hg")) << "a 64 KB file needs no 2 MB pages";
     EXPECT_EQ((*f)->data()[12345], uint8_t(char(12345 * 131 + 7)));
   }
-  std::filesystem::remove(big);
-  std::filesystem::remove(small);
 }
 
 }  // namespace
