@@ -7,8 +7,9 @@
 // (down_proj) put 4 rows × 8 KB of prefetched lines, plus x, through the 48 KB L1 before their
 // first use: BM_MatMulQ8 1×8192×2048 took 1.35× the time of 1×2048×8192 (the same bytes), with
 // 1 KB ahead 0.95–1.1× (465–469 → 338–371 µs, runs of the same session). Not used by the int4
-// tiles: with 4 KB rows their end-to-end decode did not gain (int4 −4..−10% and +0..+14% in two
-// 4-round A/Bs, 8da4w −2..−5%), although BM_MatMulQ4G32 1×8192×2048 did (545 → 482 µs).
+// tiles: with 4 KB rows their end-to-end decode did not gain (int4 0.90–0.96×, 8da4w 0.95–0.98×
+// in a 4-round A/B, while identical int4 code read 1.00–1.14× in the next), although
+// BM_MatMulQ4G32 1×8192×2048 did (545 → 482 µs).
 #pragma once
 
 #include <cstddef>

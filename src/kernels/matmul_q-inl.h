@@ -8,7 +8,8 @@
 //    Each step also prefetches the same k of the next tile's rows (rows are contiguous: kN rows
 //    ahead): a tile's kN short streams (one row each) left the loads waiting on memory that the
 //    hardware prefetchers had not yet fetched; +12–30% decode tok/s on the 1B int8 and int4
-//    artifacts (A/B in one run, `staticlm bench -p 16 -n 32`).
+//    artifacts (A/B in one run, `staticlm bench -p 16 -n 32`). Int8 rows longer than 1 KB are
+//    prefetched 1 KB ahead along the row instead (decode_prefetch.h).
 //  - R >= 4 (prefill): a slab of weight rows is dequantized once into a per-thread f32 buffer
 //    and multiplied with all R rows by the f32 kernels (the panel GEMM of matmul_panel-inl.h
 //    from PanelWidth() rows on, the tiles of matmul-inl.h below), so the dequantization cost is
