@@ -52,6 +52,11 @@ void* AlignedHeapAllocator::AllocateZeroed(size_t bytes, size_t alignment) {
   return p;
 }
 
+void AdviseHugePages(void* p, size_t bytes) {
+  constexpr size_t kHugePage = size_t{2} << 20;
+  if (bytes >= kHugePage) ::madvise(p, bytes, MADV_HUGEPAGE);
+}
+
 Allocator& DefaultAllocator() {
   static AlignedHeapAllocator allocator;
   return allocator;

@@ -40,6 +40,12 @@ class AlignedHeapAllocator final : public Allocator {
 // Process-wide default allocator.
 Allocator& DefaultAllocator();
 
+// Asks the kernel to back [p, p + bytes) with 2 MB pages when bytes >= 2 MB (MADV_HUGEPAGE:
+// advice, ignored where there are no transparent huge pages; p page-aligned). For memory that is
+// streamed whole again and again: the weights (MappedFile) and the bandwidth probe's buffer, so
+// the bound is probed on the same kind of pages.
+void AdviseHugePages(void* p, size_t bytes);
+
 // An owned, aligned, zero-initialized byte buffer from an Allocator.
 class Buffer {
  public:

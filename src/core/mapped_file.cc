@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/aligned_buffer.h"
+
 namespace slm {
 
 namespace {
@@ -40,17 +42,6 @@ Status ReadWhole(int fd, const std::string& path, uint8_t* dst, size_t size) {
                    " bytes while being read (modified by another process?)");
   }
   return Status::Ok();
-}
-
-// Asks for 2 MB pages for a file of at least that size (advice: ignored where the kernel has no
-// transparent huge pages). Every token streams all the weights: mapped by 4 KB pages, a 1B
-// artifact costs a TLB miss per 4 KB, and file pages left scattered by earlier use added more
-// (docs/benchmarks.md, "Page cache and huge pages"). A file page-cache miss then reads 2 MB
-// folios where the filesystem supports large folios (ext4 and XFS on Linux 6.x), mapped by
-// one PMD entry each; the anonymous copy of kRead is allocated as huge pages when written.
-void AdviseHugePages(void* p, size_t size) {
-  constexpr size_t kHugePage = size_t{2} << 20;
-  if (size >= kHugePage) ::madvise(p, size, MADV_HUGEPAGE);
 }
 }  // namespace
 
@@ -107,7 +98,7 @@ Result<std::shared_ptr<MappedFile>> MappedFile::Open(const std::string& path, Fi
                                std::strerror(err));
     }
     file->data_ = static_cast<const uint8_t*>(p);  // owned by `file` from here on
-    AdviseHugePages(p, file->size_);
+    AdviseHugePages(p, file->size_);  // allocated as huge pages when written
     Status st = ReadWhole(fd, path, static_cast<uint8_t*>(p), file->size_);
     ::close(fd);
     if (!st.ok()) return st;
@@ -122,6 +113,10 @@ Result<std::shared_ptr<MappedFile>> MappedFile::Open(const std::string& path, Fi
       return IoError(path + ": mmap failed: " + std::strerror(err));
     }
     file->data_ = static_cast<const uint8_t*>(p);
+    // Every token streams all the weights: mapped by 4 KB pages a 1B artifact costs a TLB miss
+    // per 4 KB, and file pages left scattered by earlier use cost more (docs/benchmarks.md, "Page
+    // cache and huge pages"). A page-cache miss then reads 2 MB folios where the filesystem has
+    // large folios (ext4, XFS on Linux 6.x), each mapped by one PMD entry.
     AdviseHugePages(p, file->size_);
   }
   ::close(fd);

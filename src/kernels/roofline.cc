@@ -66,8 +66,6 @@ double Int8Loop(int64_t iters, int32_t* sink) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -108,10 +106,9 @@ ReadBandwidthProbe::ReadBandwidthProbe(uint64_t bytes)
     : n_(int64_t(bytes / sizeof(float)) / 64 * 64),
       buf_(Buffer::Allocate(size_t(n_) * sizeof(float))) {  // zeroed: every page touched
   float* p = buf_.as<float>();
-  // 2 MB pages where the kernel has them, as MappedFile asks for the weights: a bound probed on
-  // 4 KB pages would read lower than what the weights can get (advice; the buffer is a fresh
-  // page-aligned mapping).
-  ::madvise(p, size_t(n_) * sizeof(float), MADV_HUGEPAGE);
+  // As MappedFile does for the weights: a bound probed on 4 KB pages would read lower than what
+  // the weights can get (the buffer is a fresh page-aligned mapping).
+  AdviseHugePages(p, size_t(n_) * sizeof(float));
   for (int64_t i = 0; i < n_; i += 1024) p[i] = float(i & 7);
 }
 

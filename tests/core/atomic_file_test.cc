@@ -2,11 +2,11 @@
 // (its pages were allocated while the writer ran; a later read brings them back contiguous).
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -22,10 +22,10 @@ constexpr long kRamfsMagic = 0x858458f6;
 // Pages of `path` resident in the page cache, counted by mapping it and asking mincore (which
 // does not fault pages in).
 size_t ResidentPages(const std::string& path, size_t bytes) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return size_t(-1);
-  void* p = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fileno(f), 0);
-  std::fclose(f);
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return size_t(-1);
+  void* p = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
   if (p == MAP_FAILED) return size_t(-1);
   const size_t page = size_t(::sysconf(_SC_PAGESIZE)), pages = (bytes + page - 1) / page;
   std::vector<unsigned char> vec(pages);
