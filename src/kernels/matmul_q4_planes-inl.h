@@ -15,9 +15,9 @@
 //   Σ_k ŵ_k·x_k = Σ_g s_g · Σ_{k∈g} (q_k − 8)·x_k  +  Σ_g (o_g + 8·s_g) · Σ_{k∈g} x_k
 // (ŵ = q·s + o; symmetric groups have o = −8·s, so their second term is zero). Lane i of plane m
 // holds weight 32·(i/4) + 4·(i%4) + m/2 + 16·(m%2) of the chunk (the Q4 block layout of
-// quant_kernels.h), so x is permuted once per call into the same order (vnni::PermuteToPlanes,
-// shared with the BF16 body of matmul_q4_bf16.cc, which CPUs with avx512bf16 run instead); lanes
-// 4b..4b+3 all belong to block b, so the scales of a chunk form one vector too.
+// quant_kernels.h), so x is permuted once per call into the same order (vnni::PermuteToPlanes;
+// CPUs with AVX-512 VNNI run matmul_q4_split_x.cc instead); lanes 4b..4b+3 all belong to block b,
+// so the scales of a chunk form one vector too.
 
 #if defined(SLM_KERNELS_MATMUL_Q4_PLANES_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef SLM_KERNELS_MATMUL_Q4_PLANES_INL_H_

@@ -1,5 +1,5 @@
 // Shared pieces of the AVX-512 kernels written with intrinsics (matmul_q_vnni*.cc,
-// matmul_q4_bf16.cc, matmul_q4_planes-inl.h): the VNNI function-level target, and
+// matmul_q4_split_x.cc, matmul_q4_planes-inl.h): the VNNI function-level target, and
 // helpers GCC 12 compiles badly from the plain intrinsics.
 #pragma once
 
@@ -23,7 +23,7 @@
 namespace slm::kernels::vnni {
 
 // True when the environment variable `name` is set to anything but "" or "0": the switches that
-// send the dispatch to the Highway bodies (SLM_DISABLE_VNNI, SLM_DISABLE_BF16).
+// send the dispatch to the Highway bodies (SLM_DISABLE_VNNI).
 inline bool DisabledByEnvironment(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr && v[0] != '\0' && v[0] != '0';
@@ -35,6 +35,13 @@ SLM_AVX512F_TARGET inline float ReduceAdd(__m512 v) {
   __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
   q = _mm_add_ps(q, _mm_movehl_ps(q, q));
   q = _mm_add_ss(q, _mm_movehdup_ps(q));
+  return _mm_cvtss_f32(q);
+}
+SLM_AVX512F_TARGET inline float ReduceMax(__m512 v) {
+  const __m256 h = _mm256_max_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+  __m128 q = _mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  q = _mm_max_ps(q, _mm_movehl_ps(q, q));
+  q = _mm_max_ss(q, _mm_movehdup_ps(q));
   return _mm_cvtss_f32(q);
 }
 SLM_VNNI_TARGET inline int32_t ReduceAdd(__m512i v) {
@@ -97,8 +104,8 @@ class Q4ChunkScaleIndex {
   size_t chunks_per_scale_, s_ = 0, into_ = 0;
 };
 
-// ---- Q4 "nibble planes" pieces shared by the int4 decode kernels (matmul_q4_planes-inl.h,
-// matmul_q4_bf16.cc) ----
+// ---- Q4 chunk pieces shared by the int4 decode kernels (matmul_q4_planes-inl.h,
+// matmul_q4_split_x.cc) ----
 
 // Weights per 64-byte chunk.
 constexpr size_t kQ4PlaneChunk = 128;
@@ -139,7 +146,7 @@ SLM_AVX512F_TARGET inline void PermuteToPlanes(const float* x, float* xp, size_t
 }
 
 // Grow-only per-thread scratch of the intrinsics decode bodies (matmul_q_vnni.cc,
-// matmul_q4_bf16.cc): one buffer per thread, which they share because neither runs inside the
+// matmul_q4_split_x.cc): one buffer per thread, which they share because neither runs inside the
 // other; allocates on a thread's first call for a given size only.
 inline uint8_t* ThreadScratch(size_t bytes) {
   thread_local std::vector<uint8_t> buf;

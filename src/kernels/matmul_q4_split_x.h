@@ -1,0 +1,20 @@
+// AVX-512 VNNI version of the weight-only int4 decode product (matmul_q4_split_x.cc), used by
+// MatMulQ4Columns' dispatch ahead of the Highway bodies. Same contract as
+// MatMulQ4Columns for R < kQ4SplitXMaxRows rows of x; returns false (and writes nothing) when it
+// cannot run: no AVX-512 VNNI on this CPU or in this build (or SLM_DISABLE_VNNI set), R too
+// large, K below one 128-weight chunk, or a group that neither divides 128 nor is a multiple of
+// it.
+#pragma once
+
+#include <cstdint>
+
+namespace slm::kernels {
+
+// Rows of x from which MatMulQ4Columns switches to its dequantize-then-f32 bodies.
+constexpr int64_t kQ4SplitXMaxRows = 4;
+
+bool MatMulQ4ColumnsSplitX(const float* x, const uint8_t* w, const float* scales,
+                           const float* offsets, const float* bias, float* y, int64_t R, int64_t K,
+                           int64_t N, int64_t G, int64_t n_begin, int64_t n_end);
+
+}  // namespace slm::kernels
