@@ -86,9 +86,8 @@ HWY_INLINE void Q4PlanesTile(const float* HWY_RESTRICT x, const float* HWY_RESTR
     }
   }
   for (size_t r = 0; r < kN; ++r) {
-    const float* sr = scales + r * groups;
-    if (offsets) acc[r] = _mm512_add_ps(acc[r], vnni::Q4OffsetTerm(sr, offsets + r * groups, xg, groups));
-    out[r] = vnni::ReduceAdd(acc[r]) + vnni::Q4TailBlocks(x, w + r * row_bytes, sr, K, G);
+    out[r] = vnni::Q4RowDot(acc[r], x, w + r * row_bytes, scales + r * groups,
+                            offsets ? offsets + r * groups : nullptr, xg, K, G);
   }
 }
 

@@ -135,9 +135,8 @@ SLM_VNNI_TARGET inline void Q4SplitXTile(const float* x, const int8_t* parts, co
     }
   }
   for (size_t r = 0; r < kN; ++r) {
-    const float* sr = scales + r * groups;
-    if (offsets) acc[r] = _mm512_add_ps(acc[r], vnni::Q4OffsetTerm(sr, offsets + r * groups, xg, groups));
-    out[r] = vnni::ReduceAdd(acc[r]) + vnni::Q4TailBlocks(x, w + r * row_bytes, sr, K, G);
+    out[r] = vnni::Q4RowDot(acc[r], x, w + r * row_bytes, scales + r * groups,
+                            offsets ? offsets + r * groups : nullptr, xg, K, G);
   }
 }
 

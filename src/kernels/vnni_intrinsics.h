@@ -37,13 +37,6 @@ SLM_AVX512F_TARGET inline float ReduceAdd(__m512 v) {
   q = _mm_add_ss(q, _mm_movehdup_ps(q));
   return _mm_cvtss_f32(q);
 }
-SLM_AVX512F_TARGET inline float ReduceMax(__m512 v) {
-  const __m256 h = _mm256_max_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-  __m128 q = _mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-  q = _mm_max_ps(q, _mm_movehl_ps(q, q));
-  q = _mm_max_ss(q, _mm_movehdup_ps(q));
-  return _mm_cvtss_f32(q);
-}
 SLM_VNNI_TARGET inline int32_t ReduceAdd(__m512i v) {
   const __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
   __m128i q = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
@@ -191,6 +184,18 @@ inline float Q4TailBlocks(const float* x, const uint8_t* w, const float* scales,
     s += scales[b / G] * dot;
   }
   return s;
+}
+
+// The end of one weight row of the int4 decode tiles (matmul_q4_planes-inl.h,
+// matmul_q4_split_x.cc), whose lanes hold s_g · Σ (q − 8)·x of the whole chunks: the offsets
+// term of asymmetric groups (offsets_row null when symmetric), the lane sum, and the blocks past
+// the whole chunks.
+SLM_AVX512F_TARGET inline float Q4RowDot(__m512 acc, const float* x, const uint8_t* w_row,
+                                         const float* scales_row, const float* offsets_row,
+                                         const float* xg, size_t K, size_t G) {
+  const size_t groups = K / G;
+  if (offsets_row) acc = _mm512_add_ps(acc, Q4OffsetTerm(scales_row, offsets_row, xg, groups));
+  return ReduceAdd(acc) + Q4TailBlocks(x, w_row, scales_row, K, G);
 }
 
 }  // namespace slm::kernels::vnni
