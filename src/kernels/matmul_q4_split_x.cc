@@ -100,8 +100,8 @@ SLM_VNNI_TARGET void SplitX(const float* x, int8_t* parts, int32_t* centre, floa
 }
 
 // out[0..kN) = the dots of one split x row with kN weight rows streamed together; prefetching as
-// the BF16 and planes kernels' tiles (the same chunk of the next tile's rows, the next tile's
-// scales once per line).
+// the planes kernel's tile (the same chunk of the next tile's rows, the next tile's scales once
+// per line).
 template <size_t kScales, size_t kN>
 SLM_VNNI_TARGET inline void Q4SplitXTile(const float* x, const int8_t* parts, const int32_t* centre,
                                          const float* lane_scales, const float* xg, const uint8_t* w,
