@@ -6,8 +6,9 @@
 // compute-bound (one core ~30 GB/s of weights from cache), below the DRAM stream two threads can
 // take. Here x is split into three int8 parts and every 128 weights cost 6 vpdpbusd on the raw
 // nibbles (two masks and a shift to unpack, no lookup), the parts combined in the int32
-// accumulator. BM_MatMulQ4G32 1×2048×2048 (in cache) 1.35–1.4× the BF16 body, 1×8192×16384
-// (from DRAM) 1.17–1.23×; 1B int4 decode 1.14–1.18× (2 threads, 4 of 4 alternated rounds).
+// accumulator. BM_MatMulQ4G32 1×8192×16384 (from DRAM) 1.13–1.37× the BF16 body, 1×2048×2048 (in
+// cache) 0.94–2.15× (3 alternations, noisy); 1B int4 decode 1.14–1.18× (2 threads, 4 of 4
+// alternated rounds).
 //
 // Precision: x is scaled per 8 values — the 4 of each half of a 32-weight block that one
 // vpdpbusd lane multiplies (lane j of block b: x[32b + 4j .. +3] and x[32b + 16 + 4j .. +3]):
