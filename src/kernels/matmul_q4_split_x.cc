@@ -30,7 +30,7 @@
 // of the planes kernels (vnni::Q4ChunkScales); the x scales are one float per lane.
 #include "kernels/matmul_q4_split_x.h"
 
-#include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "kernels/matmul_q_vnni.h"
@@ -147,12 +147,12 @@ SLM_VNNI_TARGET void Q4SplitXRows(const float* x, const uint8_t* w, const float*
                                   size_t K, size_t N, size_t G, size_t n_begin, size_t n_end) {
   constexpr size_t kN = 4;
   const size_t groups = K / G, row_bytes = K / 2, chunks = K / kChunk;
-  // Group sums (offsets), block scales, centres, then the parts (64-byte aligned offsets).
-  const size_t floats = groups + 16 * chunks;
-  uint8_t* scratch = vnni::ThreadScratch((floats + 16) * 4 + chunks * 64 + chunks * kChunkPartBytes + 64);
-  uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch) + 63) / 64 * 64);
-  float* xg = reinterpret_cast<float*>(base);
-  float* lane_scales = xg + (groups + 15) / 16 * 16;
+  // Scratch, every piece 64-byte aligned: the group sums (used with offsets; padded to 16), then
+  // per chunk 16 lane scales, 16 centres and the parts.
+  const size_t xg_floats = (groups + 15) / 16 * 16;
+  uint8_t* scratch = vnni::ThreadScratch(63 + 4 * xg_floats + chunks * (4 * 16 + 4 * 16 + kChunkPartBytes));
+  float* xg = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch) + 63) / 64 * 64);
+  float* lane_scales = xg + xg_floats;
   int32_t* centre = reinterpret_cast<int32_t*>(lane_scales + 16 * chunks);
   int8_t* parts = reinterpret_cast<int8_t*>(centre + 16 * chunks);
   for (size_t r = 0; r < R; ++r) {
