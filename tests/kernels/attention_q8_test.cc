@@ -85,7 +85,7 @@ float MaxAbs(const Q8Inputs& in) { return testing::MaxAbs({&in.v_deq, &in.vc_deq
 class AttentionQ8Test : public testing::PerTargetTest {};
 
 TEST_P(AttentionQ8Test, QuantizeKvRowsIsBitExactWithReference) {
-  for (int64_t hd : {1, 3, 7, 16, 17, 32, 64, 80, 96, 128, 256}) {
+  for (int64_t hd : {1, 3, 4, 7, 8, 16, 17, 32, 64, 80, 96, 128, 256}) {
     for (int64_t heads : {1, 3}) {
       const int64_t rows = 5;
       auto x = RandomFloats(size_t(rows * heads * hd), uint32_t(hd * 10 + heads), 3.0f);
@@ -121,6 +121,7 @@ TEST_P(AttentionQ8Test, MatchesReferenceOnAwkwardShapes) {
       {1, 129, 8, 2, 128}, {16, 1, 4, 1, 16},  {7, 3, 3, 1, 7},    {1, 300, 2, 1, 80},
       {32, 32, 2, 1, 96}, {1, 1, 16, 2, 256},  {6, 11, 4, 4, 33},  {2, 2, 2, 1, 1},
       {9, 40, 6, 3, 48},  {1, 513, 4, 4, 64},  {12, 8, 1, 1, 128}, {3, 65, 4, 2, 256},
+      {3, 9, 8, 4, 8},    {1, 40, 8, 4, 8},    {5, 12, 4, 2, 4},
   };
   testing::ForEachAttentionCase(shapes, 500, [](const testing::AttentionCase& c) {
     const Q8Inputs in = MakeQ8Inputs(c.shape, c.seed, c.hidden, c.empty_row0);
