@@ -1,8 +1,9 @@
 // Whole models on every kernel path this machine can take. The kernel tests check each SIMD body
 // against its scalar reference; here the artifacts run end to end as they would on an older or
 // smaller x86 CPU: each Highway target this build compiled and the CPU supports (here AVX3, AVX2,
-// SSE4, SSSE3 and SCALAR) with the AVX-512 VNNI intrinsic bodies switched off — "AVX2 without VNNI" is a plain AVX2
-// machine — and their logits are compared with those of the best path (the default dispatch).
+// SSE4, SSSE3 and SCALAR) with the AVX-512 VNNI intrinsic bodies switched off ("AVX2 without
+// VNNI" is a plain AVX2 machine), and their logits are compared with those of the best path (the
+// default dispatch).
 // Every scheme and cache type that has target-specific kernels: f32, int8, int4 (symmetric and
 // asymmetric groups), 8da4w, 8da8w, the int8 KV cache; prefill chunks of 32 rows so the panel
 // GEMMs run as well as the decode tiles.
