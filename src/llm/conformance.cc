@@ -27,6 +27,13 @@ float MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
   return m;
 }
 
+// What a case's logit tolerance is relative to: the reference row's largest |logit|, at least 1.
+float LogitScale(const std::vector<float>& want) {
+  float m = 1.0f;
+  for (float v : want) m = std::max(m, std::abs(v));
+  return m;
+}
+
 bool BitEqual(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
@@ -51,10 +58,18 @@ class Suite {
   // Compares logits after position `p` (i.e. of token p) with the reference.
   void Check(ConformanceCase& c, const std::vector<float>& got, int64_t p) {
     const std::vector<float>& want = ref_.at(p);
-    const float d = MaxAbsDiff(got, want);
-    c.max_logit_diff = std::max(c.max_logit_diff, d);
-    if (!(d <= o_.logit_tolerance)) Fail(c, "logits of position " + std::to_string(p) + " differ by " + std::to_string(d));
+    CheckLogits(c, got, want, "logits of position " + std::to_string(p));
     if (Argmax(got.data(), V_) != Argmax(want.data(), V_)) Fail(c, "argmax of position " + std::to_string(p) + " differs");
+  }
+  // |got − want| <= tolerance × LogitScale(want), recorded in the case.
+  void CheckLogits(ConformanceCase& c, const std::vector<float>& got, const std::vector<float>& want,
+                   const std::string& what) {
+    const float d = MaxAbsDiff(got, want), scale = LogitScale(want);
+    c.max_logit_diff = std::max(c.max_logit_diff, d);
+    c.max_scaled_logit_diff = std::max(c.max_scaled_logit_diff, d / scale);
+    if (!(d <= o_.logit_tolerance * scale)) {
+      Fail(c, what + " differ by " + std::to_string(d) + " (largest |logit| " + std::to_string(scale) + ")");
+    }
   }
   static void Fail(ConformanceCase& c, const std::string& why) {
     if (c.passed) c.detail = why;
@@ -66,7 +81,7 @@ class Suite {
     return false;
   }
   ConformanceCase& Add(ConformanceReport& r, std::string name) {
-    r.cases.push_back({std::move(name), true, 0, ""});
+    r.cases.push_back({std::move(name), true, 0, 0, ""});
     return r.cases.back();
   }
   void Need(int64_t p) { needed_.insert(p); }
@@ -157,9 +172,7 @@ Status Suite::Run(ConformanceReport& report) {
       if (!Ok(cs, ref->FeedDecodeOnly(S(0, n), want), "FeedDecodeOnly") || !Ok(cs, s->Feed(S(0, n), got), "Feed")) continue;
       std::vector<int32_t> want_tokens, got_tokens;
       for (int64_t k = 0; k < g; ++k) {
-        const float d = MaxAbsDiff(got, want);
-        cs.max_logit_diff = std::max(cs.max_logit_diff, d);
-        if (!(d <= o_.logit_tolerance)) Fail(cs, "logits of generated token " + std::to_string(k) + " differ by " + std::to_string(d));
+        CheckLogits(cs, got, want, "logits of generated token " + std::to_string(k));
         want_tokens.push_back(Argmax(want.data(), V_));
         got_tokens.push_back(Argmax(got.data(), V_));
         if (k + 1 == g) break;
@@ -287,11 +300,12 @@ std::string ConformanceReport::ToTable() const {
   for (const ConformanceCase& c : cases) w = std::max(w, c.name.size());
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof(line), "%-*s  %-6s  %-11s  %s\n", static_cast<int>(w), "case", "result", "max|dlogit|", "detail");
+  std::snprintf(line, sizeof(line), "%-*s  %-6s  %-11s  %-11s  %s\n", static_cast<int>(w), "case", "result", "max|dlogit|",
+                "/max|logit|", "detail");
   out += line;
   for (const ConformanceCase& c : cases) {
-    std::snprintf(line, sizeof(line), "%-*s  %-6s  %-11.3g  ", static_cast<int>(w), c.name.c_str(), c.passed ? "pass" : "FAIL",
-                  static_cast<double>(c.max_logit_diff));
+    std::snprintf(line, sizeof(line), "%-*s  %-6s  %-11.3g  %-11.3g  ", static_cast<int>(w), c.name.c_str(), c.passed ? "pass" : "FAIL",
+                  static_cast<double>(c.max_logit_diff), static_cast<double>(c.max_scaled_logit_diff));
     out += line + c.detail + "\n";
   }
   out += artifact + ": " + std::to_string(cases.size() - failed()) + " passed, " + std::to_string(failed()) + " failed\n";
@@ -305,7 +319,11 @@ nlohmann::json ConformanceReport::ToJson() const {
   j["failed"] = failed();
   j["cases"] = nlohmann::json::array();
   for (const ConformanceCase& c : cases) {
-    j["cases"].push_back({{"name", c.name}, {"passed", c.passed}, {"max_logit_diff", c.max_logit_diff}, {"detail", c.detail}});
+    j["cases"].push_back({{"name", c.name},
+                          {"passed", c.passed},
+                          {"max_logit_diff", c.max_logit_diff},
+                          {"max_scaled_logit_diff", c.max_scaled_logit_diff},
+                          {"detail", c.detail}});
   }
   return j;
 }

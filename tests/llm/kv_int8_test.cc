@@ -44,7 +44,7 @@ class KvInt8Conformance : public ::testing::TestWithParam<ConformanceVariant> {}
 // one-token path of the same int8 artifact, at the suite's default tolerance.
 TEST_P(KvInt8Conformance, EveryPathMatchesTheOneTokenPath) {
   const ConformanceVariant& c = GetParam();
-  ExpectConformancePasses(CompileInt8(c.model, 48, {4, 16}, c.state_outputs, c.sliding_mode()));
+  ExpectConformancePasses(CompileInt8(c.model, 48, {4, 16, 32}, c.state_outputs, c.sliding_mode()));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllModels, KvInt8Conformance, ::testing::ValuesIn(AllConformanceVariants()),

@@ -6,7 +6,8 @@
 // default dispatch).
 // Every scheme and cache type that has target-specific kernels: f32, int8, int4 (symmetric and
 // asymmetric groups), 8da4w, 8da8w, the int8 KV cache; prefill chunks of 32 rows so the panel
-// GEMMs run as well as the decode tiles.
+// GEMMs run as well as the decode tiles. And on every such path the contract's conformance
+// suite passes: the panel GEMM starts at two vectors of rows, so its chunks differ by target.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include "hwy/targets.h"
 #include "kernels/kernels.h"
 #include "kernels/matmul_q_vnni.h"
+#include "llm/conformance.h"
 #include "quant/compile_quantized.h"
 
 namespace slm::testing {
@@ -175,6 +177,56 @@ std::vector<PathCase> AllPathCases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, SimdTargetPaths, ::testing::ValuesIn(AllPathCases()),
+                         [](const ::testing::TestParamInfo<PathCase>& i) {
+                           std::string n = i.param.model + "_" + i.param.scheme + "_kv_" +
+                                           model::KvCacheDTypeName(i.param.kv);
+                           for (char& ch : n) if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return n;
+                         });
+
+// The conformance suite (every chunk size, tail policy, near-context tail, fork, snapshot...
+// against the one-token path) on each target without VNNI, with steps on both sides of every
+// target's panel threshold (8 rows on SSE4, 16 on AVX2, 32 on AVX3).
+class SimdTargetConformance : public ::testing::TestWithParam<PathCase> {};
+
+TEST_P(SimdTargetConformance, PassesOnEveryTargetWithoutVnni) {
+  const PathCase& c = GetParam();
+  const std::string path = MakeTempDir("simd_conformance") + "/model.slm";
+  model::CompileOptions opt;
+  opt.prefill_steps = {4, 16, 32};
+  opt.max_context_len = 48;
+  opt.kv_cache = c.kv;
+  quant::QuantConfig qc;
+  auto scheme = quant::ParseScheme(c.scheme);
+  ASSERT_TRUE(scheme.ok());
+  qc.linear = *scheme;
+  auto r = quant::CompileQuantized(CheckpointDir(c.model), path, opt, qc);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const auto& targets = kernels::SupportedSimdTargets();
+  DefaultDispatch restore;
+  for (int64_t target : targets) {
+    kernels::ForceSimdTargetForTest(target);
+    kernels::SetVnniEnabledForTest(false);
+    auto report = llm::RunConformance(path);
+    ASSERT_TRUE(report.ok()) << report.status().ToString();
+    float scaled = 0, absolute = 0;
+    for (const auto& k : report->cases) {
+      scaled = std::max(scaled, k.max_scaled_logit_diff);
+      absolute = std::max(absolute, k.max_logit_diff);
+    }
+    std::printf("[ CONFORMANCE ] %s %s kv %s, %s without VNNI: %lld cases, max |dlogit| %.2e, of the largest logit %.2e\n",
+                c.model.c_str(), c.scheme.c_str(), model::KvCacheDTypeName(c.kv), hwy::TargetName(target),
+                static_cast<long long>(report->cases.size()), absolute, scaled);
+    EXPECT_TRUE(report->passed()) << hwy::TargetName(target) << "\n" << report->ToTable();
+    EXPECT_GT(report->cases.size(), 40u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, SimdTargetConformance,
+                         ::testing::Values(PathCase{"stories260K", "none"}, PathCase{"stories260K", "int4-g32"},
+                                           PathCase{"llama", "none"}, PathCase{"gemma2", "none"},
+                                           PathCase{"mistral", "none", model::KvCacheDType::kInt8},
+                                           PathCase{"phi3", "none", model::KvCacheDType::kInt8}),
                          [](const ::testing::TestParamInfo<PathCase>& i) {
                            std::string n = i.param.model + "_" + i.param.scheme + "_kv_" +
                                            model::KvCacheDTypeName(i.param.kv);
