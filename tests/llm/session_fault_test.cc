@@ -69,12 +69,14 @@ std::unique_ptr<Session> OpenOrDie(const std::string& artifact, TailPolicy p = T
   return s.ok() ? std::move(s).value() : nullptr;
 }
 
-// Logits after feeding `tokens` into a fresh session, as two requests split at `split` when it
-// is not 0: the requests of the session compared with, because how a request is chunked decides
-// which matmul path a row takes (the panel GEMM from two vectors of rows: 8 on NEON, 16 on AVX2,
-// 32 on AVX-512) and the paths round differently; only the same requests compare bit for bit.
-std::vector<float> FreshLogits(const std::string& artifact, std::span<const int32_t> tokens, size_t split = 0) {
-  auto s = OpenOrDie(artifact);
+// Logits after feeding `tokens` into a fresh session with tail policy `p`, as two requests split
+// at `split` when it is not 0: the requests and tail policy of the session compared with,
+// because how a request is chunked decides which matmul path a row takes (the one-token product,
+// the row tiles, the panel GEMM from two vectors of rows: 8 on NEON, 16 on AVX2, 32 on AVX-512)
+// and the paths round differently; only the same requests compare bit for bit.
+std::vector<float> FreshLogits(const std::string& artifact, std::span<const int32_t> tokens, size_t split = 0,
+                               TailPolicy p = TailPolicy::kDecode) {
+  auto s = OpenOrDie(artifact, p);
   std::vector<float> out(s->vocab_size());
   if (split > 0) {
     EXPECT_TRUE(s->Feed(tokens.first(split), out).ok());
@@ -344,7 +346,7 @@ TEST(SessionAllocatorLifetime, BuffersLiveAsLongAsTheSessionAndAreFreedExactlyOn
   const std::string artifact = SmallArtifact();
   std::vector<int32_t> seq = TestTokens(50, 512);
   std::span<const int32_t> all(seq);
-  std::vector<float> want(FreshLogits(artifact, all.first(10)));
+  std::vector<float> want(FreshLogits(artifact, all.first(10), 0, TailPolicy::kPad));
   QuarantineAllocator alloc;
   {
     auto s = OpenOrDie(artifact, TailPolicy::kPad, &alloc);

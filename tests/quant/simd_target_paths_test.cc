@@ -134,6 +134,11 @@ TEST_P(SimdTargetPaths, EveryTargetWithoutVnniGivesTheBestPathsLogitsAndTokens) 
   // cost 39 dB, too close: they run the weight-only and f32 paths only.)
   const bool rounds_at_run_time = c.scheme.rfind("8da", 0) == 0 || c.kv == model::KvCacheDType::kInt8;
   const float tolerance = 1e-4f * peak;
+  // Prefill against decode on one path: the conformance suite's bound (for int8 caches its
+  // looser one: a flipped K/V code between the two orders is expected there too).
+  const llm::ConformanceOptions conformance;
+  const float own_tolerance = peak * (c.kv == model::KvCacheDType::kInt8 ? conformance.int8_cache_logit_tolerance
+                                                                          : conformance.logit_tolerance);
   for (int64_t target : targets) {
     kernels::ForceSimdTargetForTest(target);
     kernels::SetVnniEnabledForTest(false);
@@ -155,7 +160,7 @@ TEST_P(SimdTargetPaths, EveryTargetWithoutVnniGivesTheBestPathsLogitsAndTokens) 
       EXPECT_LE(decode_diff, tolerance) << name << ": decode logits";
       EXPECT_LE(prefill_diff, tolerance) << name << ": prefill logits";
     }
-    EXPECT_LE(own_diff, tolerance) << name << ": its prefill against its decode";
+    EXPECT_LE(own_diff, own_tolerance) << name << ": its prefill against its decode";
     EXPECT_EQ(got.greedy, best.greedy) << name << ": greedy tokens";
   }
 }
