@@ -22,6 +22,7 @@
 #include "graph/graph.h"
 #include "model/compiler.h"
 #include "quant/compile_quantized.h"
+#include "quant/quantize.h"
 
 namespace slm::testing {
 namespace {
@@ -44,15 +45,6 @@ std::string QuantArtifact(const std::string& dir, const std::string& scheme, int
   EXPECT_FALSE(r->quant.tensors.empty());
   cache[key] = path;
   return path;
-}
-
-double Sqnr(const std::vector<float>& ref, const std::vector<float>& got) {
-  double sig = 0, err = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    sig += double(ref[i]) * ref[i];
-    err += (double(ref[i]) - got[i]) * (double(ref[i]) - got[i]);
-  }
-  return err == 0 ? 1e9 : 10 * std::log10(sig / err);
 }
 
 // All prompt positions' logits of every golden prompt, through the decode path.
@@ -111,7 +103,9 @@ void ExpectLogitsSqnrMeetsTheTarget(const Case& c) {
   ASSERT_FALSE(qpath.empty());
   auto q = LoadRunner(qpath);
   ASSERT_TRUE(q);
-  const double sqnr = Sqnr(TeacherForcedLogits(*f32, golden), TeacherForcedLogits(*q, golden));
+  const std::vector<float> want = TeacherForcedLogits(*f32, golden), got = TeacherForcedLogits(*q, golden);
+  ASSERT_EQ(want.size(), got.size());
+  const double sqnr = quant::SqnrDb(want.data(), got.data(), want.size());
   std::printf("[ SQNR ] %s %s: %.2f dB\n", c.family.c_str(), c.scheme.c_str(), sqnr);
   EXPECT_GE(sqnr, c.min_sqnr_db);
 }

@@ -23,6 +23,7 @@
 #include "kernels/matmul_q_vnni.h"
 #include "llm/conformance.h"
 #include "quant/compile_quantized.h"
+#include "quant/quantize.h"
 
 namespace slm::testing {
 namespace {
@@ -41,11 +42,17 @@ std::string CheckpointDir(const std::string& model) {
   return model == "stories260K" ? Stories() : SharedDir() + "/models/zoo/" + model;
 }
 
-std::string Artifact(const PathCase& c) {
+std::string PathCaseName(const ::testing::TestParamInfo<PathCase>& i) {
+  std::string n = i.param.model + "_" + i.param.scheme + "_kv_" + model::KvCacheDTypeName(i.param.kv);
+  for (char& ch : n) if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return n;
+}
+
+std::string Artifact(const PathCase& c, std::vector<int64_t> steps, int64_t max_context) {
   const std::string path = MakeTempDir("simd_paths") + "/model.slm";
   model::CompileOptions opt;
-  opt.prefill_steps = {32};
-  opt.max_context_len = 96;
+  opt.prefill_steps = std::move(steps);
+  opt.max_context_len = max_context;
   opt.kv_cache = c.kv;
   quant::QuantConfig qc;
   auto scheme = quant::ParseScheme(c.scheme);
@@ -86,15 +93,6 @@ PathOutputs RunPath(const std::string& path, const std::vector<int32_t>& prompt)
   return out;
 }
 
-double SqnrDb(const std::vector<float>& want, const std::vector<float>& got) {
-  double signal = 0, noise = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    signal += double(want[i]) * want[i];
-    noise += (double(want[i]) - got[i]) * (double(want[i]) - got[i]);
-  }
-  return noise == 0 ? 999.0 : 10 * std::log10(signal / noise);
-}
-
 float Peak(const std::vector<float>& v) {
   float m = 1.0f;
   for (float x : v) m = std::max(m, std::fabs(x));
@@ -113,7 +111,7 @@ class SimdTargetPaths : public ::testing::TestWithParam<PathCase> {};
 
 TEST_P(SimdTargetPaths, EveryTargetWithoutVnniGivesTheBestPathsLogitsAndTokens) {
   const PathCase& c = GetParam();
-  const std::string path = Artifact(c);
+  const std::string path = Artifact(c, {32}, 96);
   ASSERT_FALSE(path.empty());
   std::vector<int32_t> prompt = {1};
   for (int i = 0; i < 40; ++i) prompt.push_back(3 + (i * 37) % 500);
@@ -147,7 +145,7 @@ TEST_P(SimdTargetPaths, EveryTargetWithoutVnniGivesTheBestPathsLogitsAndTokens) 
     ASSERT_EQ(got.decode_logits.size(), best.decode_logits.size()) << name;
     const float decode_diff = MaxAbsDiff(best.decode_logits.data(), got.decode_logits.data(), best.decode_logits.size());
     const float prefill_diff = MaxAbsDiff(best.prefill_last.data(), got.prefill_last.data(), vocab);
-    const double decode_sqnr = SqnrDb(best.decode_logits, got.decode_logits);
+    const double decode_sqnr = quant::SqnrDb(best.decode_logits.data(), got.decode_logits.data(), best.decode_logits.size());
     // Within the path, the contract's conformance: chunked prefill = the one-token path.
     const float own_diff = MaxAbsDiff(got.decode_logits.data() + (prompt.size() - 1) * vocab, got.prefill_last.data(), vocab);
     std::printf("[ PATHS ] %s %s kv %s, %s without VNNI: decode max diff %.2e (SQNR %.1f dB), prefill %.2e, "
@@ -155,7 +153,7 @@ TEST_P(SimdTargetPaths, EveryTargetWithoutVnniGivesTheBestPathsLogitsAndTokens) 
                 model::KvCacheDTypeName(c.kv), name, decode_diff, decode_sqnr, prefill_diff, own_diff, peak);
     if (rounds_at_run_time) {
       EXPECT_GE(decode_sqnr, 40.0) << name << ": decode logits";
-      EXPECT_GE(SqnrDb(best.prefill_last, got.prefill_last), 40.0) << name << ": prefill logits";
+      EXPECT_GE(quant::SqnrDb(best.prefill_last.data(), got.prefill_last.data(), vocab), 40.0) << name << ": prefill logits";
     } else {
       EXPECT_LE(decode_diff, tolerance) << name << ": decode logits";
       EXPECT_LE(prefill_diff, tolerance) << name << ": prefill logits";
@@ -181,13 +179,7 @@ std::vector<PathCase> AllPathCases() {
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, SimdTargetPaths, ::testing::ValuesIn(AllPathCases()),
-                         [](const ::testing::TestParamInfo<PathCase>& i) {
-                           std::string n = i.param.model + "_" + i.param.scheme + "_kv_" +
-                                           model::KvCacheDTypeName(i.param.kv);
-                           for (char& ch : n) if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Models, SimdTargetPaths, ::testing::ValuesIn(AllPathCases()), PathCaseName);
 
 // The conformance suite (every chunk size, tail policy, near-context tail, fork, snapshot...
 // against the one-token path) on each target without VNNI, with steps on both sides of every
@@ -196,17 +188,8 @@ class SimdTargetConformance : public ::testing::TestWithParam<PathCase> {};
 
 TEST_P(SimdTargetConformance, PassesOnEveryTargetWithoutVnni) {
   const PathCase& c = GetParam();
-  const std::string path = MakeTempDir("simd_conformance") + "/model.slm";
-  model::CompileOptions opt;
-  opt.prefill_steps = {4, 16, 32};
-  opt.max_context_len = 48;
-  opt.kv_cache = c.kv;
-  quant::QuantConfig qc;
-  auto scheme = quant::ParseScheme(c.scheme);
-  ASSERT_TRUE(scheme.ok());
-  qc.linear = *scheme;
-  auto r = quant::CompileQuantized(CheckpointDir(c.model), path, opt, qc);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const std::string path = Artifact(c, {4, 16, 32}, 48);
+  ASSERT_FALSE(path.empty());
   const auto& targets = kernels::SupportedSimdTargets();
   DefaultDispatch restore;
   for (int64_t target : targets) {
@@ -232,12 +215,7 @@ INSTANTIATE_TEST_SUITE_P(Models, SimdTargetConformance,
                                            PathCase{"llama", "none"}, PathCase{"gemma2", "none"},
                                            PathCase{"mistral", "none", model::KvCacheDType::kInt8},
                                            PathCase{"phi3", "none", model::KvCacheDType::kInt8}),
-                         [](const ::testing::TestParamInfo<PathCase>& i) {
-                           std::string n = i.param.model + "_" + i.param.scheme + "_kv_" +
-                                           model::KvCacheDTypeName(i.param.kv);
-                           for (char& ch : n) if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return n;
-                         });
+                         PathCaseName);
 
 }  // namespace
 }  // namespace slm::testing
