@@ -4,9 +4,14 @@
 #include <memory>
 #include <mutex>
 
+// One spin-wait step: a CPU hint, not a system call (a sched_yield per step would make the
+// spin phase a loop of syscalls). On aarch64 `yield` is a no-op on most cores, so the step is
+// `isb`, which stalls the pipeline for tens of cycles, as Rust's spin_loop hint does there.
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define SLM_CPU_RELAX() _mm_pause()
+#elif defined(__aarch64__)
+#define SLM_CPU_RELAX() __asm__ __volatile__("isb sy" ::: "memory")
 #else
 #define SLM_CPU_RELAX() std::this_thread::yield()
 #endif
