@@ -183,7 +183,7 @@ void MatMulQ8Columns(const float* x, const int8_t* w, const float* scales, const
   }
   // 8 weight rows per tile on AVX-512 (32 registers hold the 16 accumulators), 4 elsewhere (x86
   // below AVX-512 has 16 registers; NEON unmeasured). 8 rows are 8 streams from memory per
-  // thread: 1B int8 decode 1.15-1.19x the 4-row tile (2 threads, 3 alternated rounds) and faster
+  // thread: 1B int8 decode 1.15-1.26x the 4-row tile (2 threads, 3 alternated rounds) and faster
   // than an AVX-512 VNNI body with 8-row tiles that split x into int8 parts, which was therefore
   // not kept; 8 rows did not help the int4 planes or split-x tiles or the 8da8w tile
   // (docs/benchmarks.md).
