@@ -1,5 +1,6 @@
-// bench: prefill / decode throughput of an artifact, load time, peak RSS, and fractions of the
-// machine's limits (--roofline). docs/benchmarks.md has the reference commands and figures.
+// bench: prefill / decode throughput of an artifact, load time, peak RSS, the artifact's share in
+// huge pages, and fractions of the machine's limits (--roofline). docs/benchmarks.md has the
+// reference commands and figures.
 #include <cstdio>
 
 #include "llm/bench.h"

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "core/aligned_buffer.h"
 
@@ -125,6 +127,31 @@ Result<std::shared_ptr<MappedFile>> MappedFile::Open(const std::string& path, Fi
 
 MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+MappingResidency ResidencyOf(const void* begin, size_t size) {
+  MappingResidency r;
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(begin), hi = lo + size;
+  std::ifstream in("/proc/self/smaps");
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    // A mapping's header "start-end perms ..." (hex), then "Key:   value kB" lines.
+    uintptr_t start = 0, end = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> start >> dash >> end && dash == '-') {
+      inside = start < hi && lo < end;
+      continue;
+    }
+    if (!inside) continue;
+    std::istringstream field(line);
+    std::string key;
+    uint64_t kb = 0;
+    if (!(field >> key >> kb)) continue;
+    if (key == "Rss:") r.resident_bytes += kb * 1024;
+    if (key == "FilePmdMapped:" || key == "AnonHugePages:") r.huge_page_bytes += kb * 1024;
+  }
+  return r;
 }
 
 Result<std::string> ReadFileToString(const std::string& path) {

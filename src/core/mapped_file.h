@@ -45,6 +45,19 @@ class MappedFile {
   size_t size_ = 0;
 };
 
+// How much of the address range [begin, begin + size) is resident, and how much of that sits in
+// huge pages (file pages mapped by 2 MB page-table entries, or anonymous transparent huge pages
+// when the file was read): summed over the /proc/self/smaps entries of the mappings the range
+// overlaps, whole (a mapping is the unit smaps reports). All zero where /proc is not readable or
+// no mapping overlaps. Every token streams the weights, so a run whose artifact sits in 4 KB
+// pages (written by a compile, or read back into a fragmented page cache) decodes slower:
+// docs/benchmarks.md, "Page cache and huge pages".
+struct MappingResidency {
+  uint64_t resident_bytes = 0;
+  uint64_t huge_page_bytes = 0;
+};
+MappingResidency ResidencyOf(const void* begin, size_t size);
+
 // Reads a whole (small) file into a string; errors name the path.
 Result<std::string> ReadFileToString(const std::string& path);
 

@@ -38,6 +38,7 @@ class ArtifactFile {
   const std::string& tokenizer_kind() const { return tokenizer_kind_; }
   std::string_view tokenizer_bytes() const { return tokenizer_bytes_; }
   uint64_t file_size() const { return file_->size(); }
+  const uint8_t* file_data() const { return file_->data(); }  // the whole file, mapped or read
 
   struct ConstantView {
     std::string name;

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/mapped_file.h"
 #include "core/thread_pool.h"
 #include "graph/graph.h"
 #include "kernels/kernels.h"
@@ -130,6 +131,8 @@ nlohmann::json BenchResult::ToJson() const {
   j["threads"] = threads;
   j["load_ms"] = load_ms;
   j["peak_rss_bytes"] = peak_rss_bytes;
+  j["artifact_resident_bytes"] = artifact_resident_bytes;
+  j["artifact_huge_page_bytes"] = artifact_huge_page_bytes;
   j["decode_weight_bytes"] = decode_weight_bytes;
   j["decode_kv_bytes"] = decode_kv_bytes;
   j["flops_per_token"] = flops_per_token;
@@ -174,7 +177,9 @@ std::string BenchResult::ToText() const {
   std::snprintf(line, sizeof line, "artifact %s (%.1f MiB, weights %s), %d threads, SIMD %s\n", artifact.c_str(),
                 artifact_bytes / 1048576.0, weights.c_str(), threads, simd_target.c_str());
   os << line;
-  std::snprintf(line, sizeof line, "load %.1f ms, peak RSS %.1f MiB\n", load_ms, peak_rss_bytes / 1048576.0);
+  std::snprintf(line, sizeof line, "load %.1f ms, peak RSS %.1f MiB; artifact resident %.1f MiB, %.1f%% of it in huge pages\n",
+                load_ms, peak_rss_bytes / 1048576.0, artifact_resident_bytes / 1048576.0,
+                artifact_resident_bytes > 0 ? 100.0 * double(artifact_huge_page_bytes) / double(artifact_resident_bytes) : 0.0);
   os << line;
   for (const auto& [len, s] : prefill_tok_s) {
     std::snprintf(line, sizeof line, "prefill %5lld tokens: %8.1f tok/s (min %.1f, max %.1f)\n", (long long)len, s.median, s.min, s.max);
@@ -353,6 +358,9 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
     r.decode_kv_bytes += 2.0 * double(l.n_kv_heads) * row_bytes * (1.0 + double(n) / 2.0);
   }
   if (!opt.roofline) r.peak_rss_bytes = PeakRssBytes();  // with --roofline: taken by the first probe
+  const MappingResidency residency = ResidencyOf(program->artifact().file_data(), program->artifact().file_size());
+  r.artifact_resident_bytes = residency.resident_bytes;
+  r.artifact_huge_page_bytes = residency.huge_page_bytes;
 
   probe_bandwidth();
   probe_compute();

@@ -50,6 +50,9 @@ struct BenchResult {
   double load_ms = 0;          // Program::Load + session creation (every method ready)
   uint64_t peak_rss_bytes = 0;
   uint64_t artifact_bytes = 0;
+  // After the timed calls: the artifact's resident bytes and those in huge pages (ResidencyOf,
+  // core/mapped_file.h): a run whose weights sit in 4 KB pages is slower for that reason.
+  uint64_t artifact_resident_bytes = 0, artifact_huge_page_bytes = 0;
   uint64_t decode_weight_bytes = 0;   // constants the decode method streams per token
   double decode_kv_bytes = 0;         // mean KV-cache bytes read per decode token
   double flops_per_token = 0;         // decode: 2 · matmul weight elements (attention excluded)

@@ -65,5 +65,26 @@ TEST(MappedFile, LargeFilesAskForHugePagesMappedOrRead) {
   }
 }
 
+TEST(MappedFile, ResidencyCountsTheTouchedPagesOfTheMapping) {
+  const size_t size = (size_t{3} << 20) + 4321;
+  const std::string path = PatternFile("resident.bin", size);
+  for (FileAccess access : {FileAccess::kMap, FileAccess::kRead}) {
+    auto f = MappedFile::Open(path, access);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    uint64_t sum = 0;
+    for (size_t i = 0; i < size; i += 4096) sum += (*f)->data()[i];  // every page resident
+    EXPECT_GT(sum, 0u);
+    const MappingResidency r = ResidencyOf((*f)->data(), size);
+    // smaps counts whole mappings: a read file's buffer may share its mapping with other memory.
+    EXPECT_GE(r.resident_bytes, size) << (access == FileAccess::kMap ? "mapped" : "read");
+    EXPECT_LE(r.huge_page_bytes, r.resident_bytes);
+    EXPECT_EQ(r.huge_page_bytes % 4096, 0u);
+  }
+  // No mapping there.
+  const MappingResidency none = ResidencyOf(nullptr, 4096);
+  EXPECT_EQ(none.resident_bytes, 0u);
+  EXPECT_EQ(none.huge_page_bytes, 0u);
+}
+
 }  // namespace
 }  // namespace slm

@@ -85,7 +85,13 @@ TEST(BenchTest, ReportsEveryPromptLengthDecodeAndTheBytesADecodeTokenReads) {
   EXPECT_EQ(double(r->decode_weight_bytes), 4 * (e.body + e.head + norms + inv_freq));
   // KV: 5 layers × K and V × 4 kv heads × 8 floats over the mean visible positions 1 + n / 2.
   EXPECT_DOUBLE_EQ(r->decode_kv_bytes, 5 * 2 * 4 * 8 * 4.0 * (1.0 + 4 / 2.0));
+  // Every streamed weight was touched, so it is resident; the huge-page share is the kernel's.
+  EXPECT_GE(r->artifact_resident_bytes, r->decode_weight_bytes);
+  EXPECT_LE(r->artifact_huge_page_bytes, r->artifact_resident_bytes);
+  EXPECT_NE(r->ToText().find("in huge pages"), std::string::npos) << r->ToText();
   const nlohmann::json j = r->ToJson();
+  EXPECT_EQ(j["artifact_resident_bytes"], r->artifact_resident_bytes);
+  EXPECT_EQ(j["artifact_huge_page_bytes"], r->artifact_huge_page_bytes);
   EXPECT_TRUE(j.contains("prefill_flops_per_token"));
   EXPECT_TRUE(j["prefill_tok_s"].contains("40"));
   EXPECT_FALSE(j.contains("roofline"));  // not measured without --roofline
