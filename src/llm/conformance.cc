@@ -27,13 +27,6 @@ float MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
   return m;
 }
 
-// What a case's logit tolerance is relative to: the reference row's largest |logit|, at least 1.
-float LogitScale(const std::vector<float>& want) {
-  float m = 1.0f;
-  for (float v : want) m = std::max(m, std::abs(v));
-  return m;
-}
-
 bool BitEqual(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
@@ -326,6 +319,12 @@ nlohmann::json ConformanceReport::ToJson() const {
                           {"detail", c.detail}});
   }
   return j;
+}
+
+float LogitScale(std::span<const float> logits) {
+  float m = 1.0f;
+  for (float v : logits) m = std::max(m, std::abs(v));
+  return m;
 }
 
 Result<ConformanceReport> RunConformance(std::shared_ptr<const runtime::Program> program, const ConformanceOptions& options) {

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,10 @@ struct ConformanceReport {
   std::string ToTable() const;
   nlohmann::json ToJson() const;
 };
+
+// What a case's logit tolerance is relative to: the reference row's largest |logit|, at least 1
+// (ConformanceOptions::logit_tolerance).
+float LogitScale(std::span<const float> logits);
 
 // Runs every case. An error is returned only when the suite cannot run at all (the artifact
 // does not load); a failing case is recorded in the report.

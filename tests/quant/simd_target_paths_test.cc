@@ -93,12 +93,6 @@ PathOutputs RunPath(const std::string& path, const std::vector<int32_t>& prompt)
   return out;
 }
 
-float Peak(const std::vector<float>& v) {
-  float m = 1.0f;
-  for (float x : v) m = std::max(m, std::fabs(x));
-  return m;
-}
-
 // Restores the default dispatch however the test ends.
 struct DefaultDispatch {
   ~DefaultDispatch() {
@@ -121,7 +115,7 @@ TEST_P(SimdTargetPaths, EveryTargetWithoutVnniGivesTheBestPathsLogitsAndTokens) 
   const PathOutputs best = RunPath(path, prompt);
   ASSERT_EQ(best.decode_logits.size(), prompt.size() * best.prefill_last.size());
   const size_t vocab = best.prefill_last.size();
-  const float peak = Peak(best.decode_logits);
+  const float peak = llm::LogitScale(best.decode_logits);
   // Between paths only the f32 summation order differs: logits within the conformance bound,
   // relative to the largest logit. Where values are also rounded to int8 at run time (the
   // activations of 8da*, the int8 KV cache) an input that differs in its last bit can land on
@@ -131,10 +125,10 @@ TEST_P(SimdTargetPaths, EveryTargetWithoutVnniGivesTheBestPathsLogitsAndTokens) 
   // truncated instead of rounding in its SIMD loop 33.5-36.1 dB. (On the random zoo models a flip
   // cost 39 dB, too close: they run the weight-only and f32 paths only.)
   const bool rounds_at_run_time = c.scheme.rfind("8da", 0) == 0 || c.kv == model::KvCacheDType::kInt8;
-  const float tolerance = 1e-4f * peak;
+  const llm::ConformanceOptions conformance;
+  const float tolerance = conformance.logit_tolerance * peak;
   // Prefill against decode on one path: the conformance suite's bound (for int8 caches its
   // looser one: a flipped K/V code between the two orders is expected there too).
-  const llm::ConformanceOptions conformance;
   const float own_tolerance = peak * (c.kv == model::KvCacheDType::kInt8 ? conformance.int8_cache_logit_tolerance
                                                                           : conformance.logit_tolerance);
   for (int64_t target : targets) {
