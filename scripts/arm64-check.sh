@@ -133,6 +133,28 @@ printf '%s\n' "$binaries" | xargs -P "$(nproc)" -I{} bash -c '
     grep -E "^\[  FAILED  \] .*\(|^\[  FAILED  \] [0-9]+ tests?" arm64-logs/{}.log >&2 || tail -n 40 arm64-logs/{}.log >&2
     exit 1  # not 255: xargs would stop starting the other binaries
   fi' || status=1
+# SVE vector lengths. qemu-user's `max` CPU (the default) has SVE2 with 512-bit vectors, where
+# Highway dispatches to its SVE2 target and the per-target tests also run SVE and NEON; the
+# SVE_256 and SVE2_128 targets exist only at 256- and 128-bit vectors. The per-target kernel
+# tests and the whole-model per-target tests run again at those lengths (and 2048 bits, the
+# longest SVE allows), when no filter was given.
+if [ -z "$FILTER" ]; then
+  for bytes in 32 16 256; do
+    for t in "test_kernels *" "test_quant SimdTarget*"; do
+      bin=${t%% *} filter=${t#* }
+      log=arm64-logs/$bin.sve$((bytes * 8)).log
+      start=$SECONDS
+      if qemu-aarch64 -L / -cpu "max,sve-default-vector-length=$bytes" "./$bin" \
+           --gtest_filter="$filter" > "$log" 2>&1; then
+        echo "arm64: $bin '$filter' with $((bytes * 8))-bit SVE passed ($(grep -ho "[0-9]* tests\? from [0-9]* test suites\? ran" "$log"), $((SECONDS - start)) s)"
+      else
+        echo "arm64: $bin '$filter' with $((bytes * 8))-bit SVE FAILED; see $PWD/$log" >&2
+        grep -E "^\[  FAILED  \] .*\(" "$log" >&2 || tail -n 40 "$log" >&2
+        status=1
+      fi
+    done
+  done
+fi
 # The test that isn't a gtest (the fuzzers' regression corpus), when no filter was given.
 if [ -z "$FILTER" ] && ctest -N -R '^FuzzRegressions' | grep -q 'Test *#'; then
   if ctest --output-on-failure -R '^FuzzRegressions' > arm64-logs/ctest_fuzz.log 2>&1; then

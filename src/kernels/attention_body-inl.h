@@ -35,6 +35,7 @@
 #include "hwy/highway.h"
 #include "kernels/attention_rows.h"
 #include "kernels/kernels.h"
+#include "kernels/vec_tile-inl.h"
 #include "kernels/visible_columns.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -65,7 +66,8 @@ HWY_INLINE void WeightedValueBlock(const KvRows<Elem>& values, const VisibleColu
                                    float* const out[], size_t d0) {
   const hn::ScalableTag<float> d;
   const size_t NL = hn::Lanes(d);
-  hn::Vec<decltype(d)> acc[kH][kV];
+  using V = hn::Vec<decltype(d)>;
+  SLM_VEC_TILE2(V, acc, kH, kV);
   HWY_UNROLL(4)
   for (size_t h = 0; h < kH; ++h) {
     HWY_UNROLL(8)
@@ -73,7 +75,7 @@ HWY_INLINE void WeightedValueBlock(const KvRows<Elem>& values, const VisibleColu
   }
   for (int64_t c = vis.first(); c < vis.end(); c = vis.Next(c)) {
     const Elem* row = values.Row(g, c) + d0;
-    hn::Vec<decltype(d)> v[kV];
+    SLM_VEC_TILE(V, v, kV);
     HWY_UNROLL(8)
     for (size_t i = 0; i < kV; ++i) v[i] = LoadF32(d, row + i * NL);
     HWY_UNROLL(4)
@@ -177,11 +179,12 @@ HWY_INLINE double ExpAndSum(const VisibleColumns& vis, const float* HWY_RESTRICT
   return sum;
 }
 
-// out[0..4) = the lane sums of s[0..4): the four reductions share one tree (pairs of vectors
-// interleaved and added per 128-bit block, then the blocks added in order) instead of four
-// whole-vector reductions. Each sum's additions are the same whatever the other vectors hold.
-template <class D>
-HWY_INLINE void SumOfLanes4(D d, const hn::Vec<D> s[4], float out[4]) {
+// out[0..4) = the lane sums of s[0..4) (a tile of 4 vectors, vec_tile-inl.h): the four reductions
+// share one tree (pairs of vectors interleaved and added per 128-bit block, then the blocks added
+// in order) instead of four whole-vector reductions. Each sum's additions are the same whatever
+// the other vectors hold.
+template <class D, class Tile>
+HWY_INLINE void SumOfLanes4(D d, const Tile& s, float out[4]) {
 #if HWY_TARGET == HWY_SCALAR
   for (size_t h = 0; h < 4; ++h) out[h] = hn::GetLane(s[h]);
 #else
@@ -210,7 +213,10 @@ template <size_t kH, class Elem>
 HWY_INLINE void DotHeads(const float* const q[], const Elem* HWY_RESTRICT row, size_t n, float dots[]) {
   const hn::ScalableTag<float> d;
   const size_t NL = hn::Lanes(d);
-  hn::Vec<decltype(d)> s[4] = {hn::Zero(d), hn::Zero(d), hn::Zero(d), hn::Zero(d)};
+  using V = hn::Vec<decltype(d)>;
+  SLM_VEC_TILE(V, s, 4);
+  HWY_UNROLL(4)
+  for (size_t h = 0; h < 4; ++h) s[h] = hn::Zero(d);
   size_t i = 0;
   for (; i + NL <= n; i += NL) {
     const auto k = LoadF32(d, row + i);
@@ -233,7 +239,8 @@ HWY_INLINE void ScoreWalkInRegisters(const float* const q[], const KvRows<Elem>&
                                      const VisibleColumns& vis, int64_t g, Finish&& finish) {
   const hn::ScalableTag<float> d;
   const size_t NL = hn::Lanes(d);
-  hn::Vec<decltype(d)> qv[kH][kQV];
+  using V = hn::Vec<decltype(d)>;
+  SLM_VEC_TILE2(V, qv, kH, kQV);
   HWY_UNROLL(4)
   for (size_t h = 0; h < kH; ++h) {
     HWY_UNROLL(8)
@@ -241,7 +248,9 @@ HWY_INLINE void ScoreWalkInRegisters(const float* const q[], const KvRows<Elem>&
   }
   for (int64_t c = vis.first(); c < vis.end(); c = vis.Next(c)) {
     const Elem* row = keys.Row(g, c);
-    hn::Vec<decltype(d)> s[4] = {hn::Zero(d), hn::Zero(d), hn::Zero(d), hn::Zero(d)};
+    SLM_VEC_TILE(V, s, 4);
+    HWY_UNROLL(4)
+    for (size_t h = 0; h < 4; ++h) s[h] = hn::Zero(d);
     HWY_UNROLL(8)
     for (size_t i = 0; i < kQV; ++i) {
       const auto k = LoadF32(d, row + i * NL);

@@ -20,6 +20,7 @@
 
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
+#include "kernels/vec_tile-inl.h"
 #include "kernels/matmul_panel-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -48,7 +49,7 @@ HWY_INLINE void MatMulTile(const float* HWY_RESTRICT x, const float* HWY_RESTRIC
   const size_t NL = hn::Lanes(d);
 
   // Fully unrolled (HWY_UNROLL) so that acc/xv become registers instead of stack arrays.
-  V acc[kR][kN];
+  SLM_VEC_TILE2(V, acc, kR, kN);
   HWY_UNROLL(4)
   for (size_t r = 0; r < kR; ++r) {
     HWY_UNROLL(8)
@@ -56,7 +57,7 @@ HWY_INLINE void MatMulTile(const float* HWY_RESTRICT x, const float* HWY_RESTRIC
   }
   size_t k = 0;
   for (; k + NL <= K; k += NL) {
-    V xv[kR];
+    SLM_VEC_TILE(V, xv, kR);
     HWY_UNROLL(4)
     for (size_t r = 0; r < kR; ++r) xv[r] = hn::LoadU(d, x + r * K + k);
     HWY_UNROLL(8)

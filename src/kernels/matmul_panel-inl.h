@@ -27,6 +27,7 @@
 #include "hwy/aligned_allocator.h"
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
+#include "kernels/vec_tile-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace slm::kernels::HWY_NAMESPACE {
@@ -87,7 +88,8 @@ HWY_INLINE void PanelTile(const float* HWY_RESTRICT xt, const float* HWY_RESTRIC
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
   const size_t NL = hn::Lanes(d), P = 2 * NL;
-  V a0[kM], a1[kM];
+  SLM_VEC_TILE(V, a0, kM);
+  SLM_VEC_TILE(V, a1, kM);
   HWY_UNROLL(12)
   for (size_t m = 0; m < kM; ++m) a0[m] = a1[m] = hn::Zero(d);
   for (size_t k = 0; k < kc; ++k) {

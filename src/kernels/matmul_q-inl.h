@@ -33,6 +33,7 @@
 
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
+#include "kernels/vec_tile-inl.h"
 #include "kernels/decode_prefetch.h"
 #include "kernels/matmul-inl.h"
 #include "kernels/matmul_q4_planes-inl.h"
@@ -122,7 +123,9 @@ HWY_INLINE void Q8RowTile(const float* HWY_RESTRICT x, const int8_t* HWY_RESTRIC
   const hn::Rebind<int32_t, decltype(df)> di;
   const hn::Rebind<int8_t, decltype(df)> d8;
   const size_t NL = hn::Lanes(df);
-  hn::Vec<decltype(df)> acc0[kN], acc1[kN];
+  using V = hn::Vec<decltype(df)>;
+  SLM_VEC_TILE(V, acc0, kN);
+  SLM_VEC_TILE(V, acc1, kN);
   HWY_UNROLL(8)
   for (size_t c = 0; c < kN; ++c) acc0[c] = acc1[c] = hn::Zero(df);
   size_t k = 0;
@@ -213,11 +216,14 @@ HWY_INLINE void Q4RowTile(const float* HWY_RESTRICT x, const uint8_t* HWY_RESTRI
   const size_t groups = K / G;
   const auto mask = hn::Set(di, 0x0F);
   // Two accumulators per row (low / high nibble runs): 2·kN independent FMA chains.
-  hn::Vec<decltype(df)> acc[kN], acc_hi[kN];
+  using V = hn::Vec<decltype(df)>;
+  SLM_VEC_TILE(V, acc, kN);
+  SLM_VEC_TILE(V, acc_hi, kN);
   HWY_UNROLL(4)
   for (size_t c = 0; c < kN; ++c) acc[c] = acc_hi[c] = hn::Zero(df);
   for (size_t g = 0; g < groups; ++g) {
-    hn::Vec<decltype(df)> vs[kN], vo[kN];
+    SLM_VEC_TILE(V, vs, kN);
+    SLM_VEC_TILE(V, vo, kN);
     HWY_UNROLL(4)
     for (size_t c = 0; c < kN; ++c) {
       const float s = scales[c * groups + g];
@@ -347,11 +353,12 @@ void QuantizeRowsI8(const float* HWY_RESTRICT x, int8_t* HWY_RESTRICT xq, float*
 }
 
 // int32 dot products of kR int8 rows (stride K) with one int8 weight row, over [k0, k1) where
-// k1 - k0 is a multiple of the i16 lane count; sum0/sum1 as ReorderWidenMulAccumulate leaves them.
-template <size_t kR, class D16, class D32, class V32>
+// k1 - k0 is a multiple of the i16 lane count; sum0/sum1 (tiles of kR vectors, vec_tile-inl.h) as
+// ReorderWidenMulAccumulate leaves them.
+template <size_t kR, class D16, class D32, class Tile>
 HWY_INLINE void DotI8Rows(D16 d16, D32 d32, const int8_t* HWY_RESTRICT xq, size_t K,
-                          const int8_t* HWY_RESTRICT w, size_t k0, size_t k1, V32* sum0,
-                          V32* sum1) {
+                          const int8_t* HWY_RESTRICT w, size_t k0, size_t k1, Tile& sum0,
+                          Tile& sum1) {
   const hn::Rebind<int8_t, D16> d8;
   const size_t NL = hn::Lanes(d16);
   for (size_t k = k0; k + NL <= k1; k += NL) {
@@ -370,7 +377,9 @@ HWY_INLINE void Q8DynTile(const int8_t* xq, const float* xscale, const int8_t* w
   const hn::ScalableTag<int16_t> d16;
   const hn::Repartition<int32_t, decltype(d16)> d32;
   const size_t NL = hn::Lanes(d16);
-  hn::Vec<decltype(d32)> s0[kR], s1[kR];
+  using V32 = hn::Vec<decltype(d32)>;
+  SLM_VEC_TILE(V32, s0, kR);
+  SLM_VEC_TILE(V32, s1, kR);
   HWY_UNROLL(4)
   for (size_t r = 0; r < kR; ++r) s0[r] = s1[r] = hn::Zero(d32);
   const size_t kv = K / NL * NL;
@@ -407,11 +416,14 @@ HWY_INLINE void Q4DynTile(const int8_t* xq, const float* xscale, const int32_t* 
   const size_t NL = hn::Lanes(d16);
   const size_t groups = K / G;
   const auto mask = hn::Set(d16, int16_t{0x0F});
-  hn::Vec<decltype(df)> acc[kR];
+  using V = hn::Vec<decltype(df)>;
+  using V32 = hn::Vec<decltype(d32)>;
+  SLM_VEC_TILE(V, acc, kR);
   HWY_UNROLL(4)
   for (size_t r = 0; r < kR; ++r) acc[r] = hn::Zero(df);
   for (size_t g = 0; g < groups; ++g) {
-    hn::Vec<decltype(d32)> s0[kR], s1[kR];
+    SLM_VEC_TILE(V32, s0, kR);
+    SLM_VEC_TILE(V32, s1, kR);
     HWY_UNROLL(4)
     for (size_t r = 0; r < kR; ++r) s0[r] = s1[r] = hn::Zero(d32);
     for (size_t b = g * G; b < (g + 1) * G; b += 32) {

@@ -3,6 +3,7 @@
 #define HWY_TARGET_INCLUDE "kernels/roofline.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "kernels/vec_tile-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace slm::kernels::HWY_NAMESPACE {
@@ -27,13 +28,16 @@ float StreamSum(const float* p, int64_t n) {
 double FmaLoop(int64_t iters, float* sink) {
   const hn::ScalableTag<float> d;
   const auto m = hn::Set(d, 0.999999f), c = hn::Set(d, 1e-7f);
-  hn::Vec<decltype(d)> a[12];
+  using V = hn::Vec<decltype(d)>;
+  SLM_VEC_TILE(V, a, 12);
+  HWY_UNROLL(12)
   for (int j = 0; j < 12; ++j) a[j] = hn::Set(d, float(j));
   for (int64_t i = 0; i < iters; ++i) {
     HWY_UNROLL(12)
     for (int j = 0; j < 12; ++j) a[j] = hn::MulAdd(a[j], m, c);
   }
   auto s = a[0];
+  HWY_UNROLL(12)
   for (int j = 1; j < 12; ++j) s = hn::Add(s, a[j]);
   *sink = hn::GetLane(s);
   return double(iters) * 12 * 2 * double(hn::Lanes(d));
@@ -47,7 +51,10 @@ double Int8Loop(int64_t iters, int32_t* sink) {
   const hn::Rebind<int8_t, decltype(d16)> d8;
   HWY_ALIGN int8_t src[256] = {};  // >= 2 vectors of int16 lanes on any target
   for (size_t i = 0; i < sizeof(src); ++i) src[i] = int8_t(i * 7);
-  hn::Vec<decltype(d32)> s0[8], s1[8];
+  using V32 = hn::Vec<decltype(d32)>;
+  SLM_VEC_TILE(V32, s0, 8);
+  SLM_VEC_TILE(V32, s1, 8);
+  HWY_UNROLL(8)
   for (int j = 0; j < 8; ++j) s0[j] = s1[j] = hn::Zero(d32);
   const size_t NL = hn::Lanes(d16);
   for (int64_t i = 0; i < iters; ++i) {
@@ -57,6 +64,7 @@ double Int8Loop(int64_t iters, int32_t* sink) {
     for (int j = 0; j < 8; ++j) s0[j] = hn::ReorderWidenMulAccumulate(d32, x, w, s0[j], s1[j]);
   }
   auto s = hn::Add(s0[0], s1[0]);
+  HWY_UNROLL(8)
   for (int j = 1; j < 8; ++j) s = hn::Add(s, hn::Add(s0[j], s1[j]));
   *sink = hn::GetLane(s);
   return double(iters) * 8 * 2 * double(NL);
