@@ -1,8 +1,10 @@
 // staticlm: compile HF checkpoints into one static-shape artifact, run and inspect it.
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "core/memory_limit.h"
+#include "kernels/kernels.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
@@ -18,6 +20,10 @@ int main(int argc, char** argv) {
   app.add_option("--memory-limit", memory_limit,
                  "refuse a checkpoint or artifact that needs more memory than this (bytes, or a "
                  "K/M/G/T suffix); default: $SLM_MEMORY_LIMIT, else the physical RAM");
+  std::string simd_target;
+  app.add_option("--simd-target", simd_target,
+                 "run the kernels' code for this SIMD target (AVX2, SSE4, NEON, SVE_256, ...) instead "
+                 "of the best this CPU has; default: $SLM_SIMD_TARGET, else the best");
   add(slm::cli::AddCompile);
   add(slm::cli::AddRun);
   add(slm::cli::AddInspect);
@@ -44,6 +50,15 @@ int main(int argc, char** argv) {
       return 2;
     }
     slm::SetMemoryLimitBytes(*bytes);
+  }
+  if (simd_target.empty()) {
+    if (const char* env = std::getenv("SLM_SIMD_TARGET")) simd_target = env;
+  }
+  if (!simd_target.empty()) {
+    if (slm::Status s = slm::kernels::SelectSimdTarget(simd_target); !s.ok()) {
+      std::fprintf(stderr, "staticlm: error: --simd-target / SLM_SIMD_TARGET: %s\n", s.message().c_str());
+      return 2;
+    }
   }
   for (auto& [sub, action] : commands) {
     if (sub->parsed()) return action();

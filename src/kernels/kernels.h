@@ -16,7 +16,10 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
+
+#include "core/status.h"
 
 namespace slm::kernels {
 
@@ -120,6 +123,14 @@ const char* ActiveSimdTarget();
 // Highway targets (HWY_* bits, best first) compiled into slm_kernels that this CPU supports.
 // Computed on the first call, which must happen before any ForceSimdTargetForTest.
 const std::vector<int64_t>& SupportedSimdTargets();
+
+// Makes every kernel use the Highway target `name` (case-insensitive, as ActiveSimdTarget names
+// targets: "AVX2", "SSE4", "NEON", "SVE_256", ...) instead of the best this CPU has, to measure
+// or debug another target's code on one machine; the AVX-512 VNNI bodies stay in use only with
+// the AVX3 targets, so "AVX2" runs what a plain AVX2 CPU runs. "best" restores the normal choice.
+// InvalidArgument, listing the supported targets, for any other name. Process-wide: call before
+// kernels run (staticlm: the --simd-target option or $SLM_SIMD_TARGET).
+Status SelectSimdTarget(std::string_view name);
 
 // Test hook: makes every kernel dispatch to `target` (one bit of SupportedSimdTargets());
 // 0 restores normal dispatch. Process-wide; do not call while kernels run on other threads.

@@ -15,10 +15,13 @@ int64_t CompiledTarget() { return HWY_TARGET; }
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include <cctype>
+#include <string>
 #include <vector>
 
 #include "hwy/targets.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul_q_vnni.h"
 
 namespace slm::kernels {
 
@@ -36,6 +39,27 @@ void ForceSimdTargetForTest(int64_t target) {
   (void)SupportedSimdTargets();  // pin the real list before the mock hides it
   // Also resets hwy's ChosenTarget, so the next HWY_DYNAMIC_DISPATCH re-selects.
   hwy::SetSupportedTargetsForTest(target);
+}
+
+Status SelectSimdTarget(std::string_view name) {
+  std::string want(name);
+  for (char& c : want) c = char(std::toupper(static_cast<unsigned char>(c)));
+  if (want == "BEST") {
+    ForceSimdTargetForTest(0);
+    SetVnniEnabledForTest(true);
+    return Status::Ok();
+  }
+  std::string supported;
+  for (int64_t target : SupportedSimdTargets()) {
+    if (want == hwy::TargetName(target)) {
+      ForceSimdTargetForTest(target);
+      SetVnniEnabledForTest(target == HWY_AVX3 || target == HWY_AVX3_DL);
+      return Status::Ok();
+    }
+    supported += std::string(supported.empty() ? "" : ", ") + hwy::TargetName(target);
+  }
+  return InvalidArgument("SIMD target '" + std::string(name) + "' is not one this CPU supports in this build; " +
+                         "supported, best first: " + supported + " (or 'best')");
 }
 
 }  // namespace slm::kernels

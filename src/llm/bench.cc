@@ -233,7 +233,8 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
   BenchResult r;
   r.artifact = path;
   r.threads = ThreadPool::Default().size();
-  r.simd_target = kernels::ActiveSimdTarget();
+  // "AVX3+VNNI" when the AVX-512 VNNI intrinsic bodies run beside the Highway target's code.
+  r.simd_target = std::string(kernels::ActiveSimdTarget()) + (kernels::VnniAvailable() ? "+VNNI" : "");
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) r.artifact_bytes = uint64_t(st.st_size);
 

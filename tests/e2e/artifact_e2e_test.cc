@@ -2,11 +2,16 @@
 // signatures, and `inspect` output.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <filesystem>
 
 #include "e2e/artifacts.h"
 #include "io/artifact_reader.h"
 #include "io/safetensors.h"
+#include "hwy/targets.h"
+#include "kernels/kernels.h"
 #include "runtime/program.h"
 
 namespace slm::testing {
@@ -111,6 +116,38 @@ TEST(Cli, EverySubcommandHasHelp) {
     EXPECT_EQ(r.exit_code, 0) << sub;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << sub << ": " << r.out;
   }
+}
+
+// --simd-target (or $SLM_SIMD_TARGET, which the option overrides) picks the kernels' SIMD target
+// for the whole command, case-insensitively; bench reports the one that ran. Here: the worst
+// target this CPU supports (SSSE3 on x86, NEON on Arm), so it differs from the default wherever
+// there are two.
+TEST(Cli, SimdTargetOptionOrEnvironmentPicksTheKernelsTargetAndUnknownNamesAreRejected) {
+  const std::string art = CompiledArtifact(SharedDir() + "/models/stories260K");
+  const std::string worst = hwy::TargetName(kernels::SupportedSimdTargets().back());
+  std::string lower = worst;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  const std::string bench = " bench " + art + " -p 8 -n 4 -r 1 -t 1 --json";
+
+  CommandResult r = RunCli("--simd-target " + lower + bench);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["simd_target"], worst);
+
+  ASSERT_EQ(setenv("SLM_SIMD_TARGET", lower.c_str(), 1), 0);
+  r = RunCli(bench.substr(1));
+  CommandResult overridden = RunCli("--simd-target best" + bench);
+  unsetenv("SLM_SIMD_TARGET");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["simd_target"], worst);
+  ASSERT_EQ(overridden.exit_code, 0) << overridden.err;
+  const std::string best = hwy::TargetName(kernels::SupportedSimdTargets().front());
+  EXPECT_EQ(nlohmann::json::parse(overridden.out)["simd_target"].get<std::string>().rfind(best, 0), 0u)
+      << "best, optionally +VNNI: " << overridden.out;
+
+  r = RunCli("--simd-target AVX9 inspect " + art);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("'AVX9'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(worst), std::string::npos) << "lists the supported targets: " << r.err;
 }
 
 }  // namespace

@@ -1,10 +1,19 @@
-// The SIMD target machinery itself: the list of targets, forcing one, and restoring the best.
+// The SIMD target machinery itself: the list of targets, forcing one, selecting one by name, and
+// restoring the best.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <string>
 
 #include "hwy/targets.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul_q_vnni.h"
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
 
 namespace slm::kernels {
 namespace {
@@ -25,6 +34,47 @@ TEST(SimdDispatchTest, ForcingATargetSwitchesDispatchAndZeroRestoresTheBest) {
   ForceSimdTargetForTest(0);
   EXPECT_STREQ(ActiveSimdTarget(), hwy::TargetName(SupportedSimdTargets().front()));
 }
+
+TEST(SimdDispatchTest, SelectingATargetByNameIgnoresCaseKeepsVnniOnlyForAvx3AndBestRestores) {
+  const auto& targets = SupportedSimdTargets();
+  const bool vnni_cpu = VnniAvailable();
+  for (int64_t target : targets) {
+    std::string name = hwy::TargetName(target);
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    ASSERT_TRUE(SelectSimdTarget(name).ok()) << name;
+    EXPECT_STREQ(ActiveSimdTarget(), hwy::TargetName(target));
+    EXPECT_EQ(VnniAvailable(), vnni_cpu && (target == HWY_AVX3 || target == HWY_AVX3_DL)) << name;
+  }
+  ASSERT_TRUE(SelectSimdTarget("best").ok());
+  EXPECT_STREQ(ActiveSimdTarget(), hwy::TargetName(targets.front()));
+  EXPECT_EQ(VnniAvailable(), vnni_cpu);
+}
+
+TEST(SimdDispatchTest, SelectingAnUnsupportedTargetFailsListingTheSupportedOnesAndChangesNothing) {
+  const std::string before = ActiveSimdTarget();
+  for (const char* name : {"AVX9", "", "AVX2 "}) {
+    const Status s = SelectSimdTarget(name);
+    EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument) << name;
+    EXPECT_THAT(s.message(), ::testing::HasSubstr("'" + std::string(name) + "'"));
+    EXPECT_THAT(s.message(), ::testing::HasSubstr(hwy::TargetName(SupportedSimdTargets().front())));
+    EXPECT_EQ(ActiveSimdTarget(), before);
+  }
+}
+
+#if defined(__aarch64__)
+TEST(SimdDispatchTest, Arm64CompilesTheSveTargetsAndUsesThemWhereTheCpuHasSve) {
+  // HWY_TARGETS: what this build compiles (HWY_DISABLED_TARGETS applied).
+  EXPECT_NE(HWY_TARGETS & HWY_SVE, 0);
+  EXPECT_NE(HWY_TARGETS & HWY_SVE2, 0);
+  EXPECT_NE(HWY_TARGETS & HWY_SVE_256, 0);
+  EXPECT_NE(HWY_TARGETS & HWY_SVE2_128, 0);
+#if defined(__linux__)
+  if ((getauxval(AT_HWCAP) & HWCAP_SVE) == 0) GTEST_SKIP() << "this CPU has no SVE";
+  const auto& targets = SupportedSimdTargets();
+  EXPECT_NE(std::find(targets.begin(), targets.end(), int64_t{HWY_SVE}), targets.end());
+#endif
+}
+#endif
 
 #if defined(__x86_64__)
 TEST(SimdDispatchTest, X86CompilesMoreThanOneTarget) {
