@@ -140,7 +140,7 @@ printf '%s\n' "$binaries" | xargs -P "$(nproc)" -I{} bash -c '
 # longest SVE allows), when no filter was given.
 if [ -z "$FILTER" ]; then
   for bytes in 32 16 256; do
-    for t in "test_kernels *" "test_quant SimdTarget*"; do
+    for t in "test_kernels *" "test_quant */SimdTarget*"; do
       bin=${t%% *} filter=${t#* }
       log=arm64-logs/$bin.sve$((bytes * 8)).log
       start=$SECONDS
