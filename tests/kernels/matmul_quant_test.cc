@@ -187,6 +187,24 @@ TEST_P(QuantMatMulTest, Int4WeightOnlyDecodeMatchesReferenceAcrossChunksAndTails
   }
 }
 
+// Prefill-sized R for the dynamic products (the Highway tiles take 4 rows at a time): R around
+// 8, 16 and 32 (the f32 panel widths on SSE4 / NEON, AVX2 and AVX-512 that an exact int8 panel
+// would take over from), a partial last block of rows, and N off the tiles.
+TEST_P(QuantMatMulTest, DynamicActivationPrefillRowsMatchReferenceAcrossPanelSizes) {
+  for (int64_t R : {7, 8, 15, 16, 17, 31, 32, 33, 64, 70}) {
+    for (int64_t K : {64, 96, 257}) {
+      for (int64_t N : {1, 5, 13, 14, 29}) ASSERT_TRUE(Q8Matches(R, K, N, (R + N) % 2 == 0, true));
+    }
+    for (int64_t G : {32, 64}) {
+      for (int64_t K : {G, 3 * G}) {
+        for (int64_t N : {1, 5, 13, 14, 29}) {
+          ASSERT_TRUE(Q4Matches(R, K, N, G, /*asym=*/(R + N) % 2 == 1, N % 3 == 0, true));
+        }
+      }
+    }
+  }
+}
+
 TEST_P(QuantMatMulTest, Int4DynamicActivationMatchesReferenceForEveryGroupSize) {
   for (int64_t G : {32, 64, 128}) {
     for (int64_t R : {1, 2, 3, 4, 5, 9}) {
