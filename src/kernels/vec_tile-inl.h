@@ -43,6 +43,7 @@ struct SizelessTile2 {
 #undef SLM_VEC_TILE
 #undef SLM_VEC_TILE2
 #undef SLM_VEC_TILE_LOCALS
+#undef SLM_VEC_TILE_ADDRESSES
 #if HWY_HAVE_SCALABLE
 #define SLM_VEC_TILE_LOCALS(V, name, n)                                                         \
   static_assert((n) >= 1 && (n) <= 16, "a scalable-vector tile holds 1 to 16 vectors");       \

@@ -119,9 +119,9 @@ TEST(Cli, EverySubcommandHasHelp) {
 }
 
 // --simd-target (or $SLM_SIMD_TARGET, which the option overrides) picks the kernels' SIMD target
-// for the whole command, case-insensitively; bench reports the one that ran. Here: the worst
-// target this CPU supports (SSSE3 on x86, NEON on Arm), so it differs from the default wherever
-// there are two.
+// for the whole command, case-insensitively; bench reports the one that ran. Here: the last
+// target this CPU supports in this build (SCALAR on x86, NEON on Arm), so it differs from the
+// default wherever there are two.
 TEST(Cli, SimdTargetOptionOrEnvironmentPicksTheKernelsTargetAndUnknownNamesAreRejected) {
   const std::string art = CompiledArtifact(SharedDir() + "/models/stories260K");
   const std::string worst = hwy::TargetName(kernels::SupportedSimdTargets().back());
