@@ -16,7 +16,8 @@
 //    divided by R and the inner loop is the f32 GEMM's.
 // Dynamic (int8 activations): exact int32 dot products with int16 widening multiply-adds
 // (ReorderWidenMulAccumulate = vpmaddwd on x86), 4 activation rows per unpacked weight vector;
-// Q4 groups are folded into f32 accumulators with one convert + FMA per group.
+// Q4 groups are folded into f32 accumulators with one convert + FMA per group. Q8 prefill from
+// 2 vectors of rows on: the exact int16 panel of matmul_q8_dyn_panel-inl.h (the same bits).
 
 #if defined(SLM_KERNELS_MATMUL_Q_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef SLM_KERNELS_MATMUL_Q_INL_H_
@@ -37,6 +38,7 @@
 #include "kernels/decode_prefetch.h"
 #include "kernels/matmul-inl.h"
 #include "kernels/matmul_q4_planes-inl.h"
+#include "kernels/matmul_q8_dyn_panel-inl.h"
 #include "kernels/quant_kernels.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -399,6 +401,12 @@ void MatMulQ8DynColumns(const int8_t* xq, const float* xscale, const int8_t* w,
                         const float* scales, const float* bias, float* y, int64_t R, int64_t K,
                         int64_t N, int64_t n_begin, int64_t n_end) {
   const size_t k = size_t(K), n = size_t(N), rows4 = size_t(R) / 4 * 4;
+#if HWY_TARGET != HWY_SCALAR
+  // Prefill: the exact int16 panel of matmul_q8_dyn_panel-inl.h (same bits as these tiles).
+  if (size_t(R) >= Q8DynPanelWidth()) {
+    return Q8DynPanelColumns(xq, xscale, w, scales, bias, y, size_t(R), k, n, size_t(n_begin), size_t(n_end));
+  }
+#endif
   for (size_t c = size_t(n_begin); c < size_t(n_end); ++c) {
     const float* b = bias ? bias + c : nullptr;
     for (size_t r = 0; r < rows4; r += 4) Q8DynTile<4>(xq + r * k, xscale + r, w + c * k, scales[c], b, y + r * n + c, k, n);

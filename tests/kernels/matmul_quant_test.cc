@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <tuple>
@@ -199,6 +200,30 @@ TEST_P(QuantMatMulTest, DynamicActivationPrefillRowsMatchReferenceAcrossPanelSiz
       for (int64_t K : {G, 3 * G}) {
         for (int64_t N : {1, 5, 13, 14, 29}) {
           ASSERT_TRUE(Q4Matches(R, K, N, G, /*asym=*/(R + N) % 2 == 1, N % 3 == 0, true));
+        }
+      }
+    }
+  }
+}
+
+// 8da8w prefill rows (the exact int16 panel from 2 vectors of rows on, matmul_q8_dyn_panel-inl.h)
+// give the one-row decode path's bits: the next layer re-quantizes its input, so any rounding
+// difference between prefill and decode would flip int8 codes.
+TEST_P(QuantMatMulTest, Int8DynamicActivationPrefillRowsEqualTheOneRowPathBitForBit) {
+  for (int64_t R : {8, 16, 17, 32, 33, 70}) {
+    for (int64_t K : {63, 64, 520}) {
+      for (int64_t N : {1, 7, 13, 30}) {
+        const auto x = RandomFloats(size_t(R * K), uint32_t(R * 31 + K + N));
+        const auto b = RandomFloats(size_t(N), uint32_t(N));
+        const Q8Weights q = RandomQ8(N, K, uint32_t(K + 3));
+        std::vector<int8_t> xq(size_t(R * K));
+        std::vector<float> xs(static_cast<size_t>(R)), y(static_cast<size_t>(R * N)), row(static_cast<size_t>(N));
+        QuantizeRowsI8(x.data(), xq.data(), xs.data(), nullptr, R, K, 1);
+        MatMulQ8DynColumns(xq.data(), xs.data(), q.w.data(), q.scales.data(), b.data(), y.data(), R, K, N, 0, N);
+        for (int64_t r = 0; r < R; ++r) {
+          MatMulQ8DynColumns(xq.data() + r * K, xs.data() + r, q.w.data(), q.scales.data(), b.data(), row.data(), 1, K, N, 0, N);
+          ASSERT_EQ(0, std::memcmp(row.data(), y.data() + r * N, row.size() * sizeof(float)))
+              << "R=" << R << " K=" << K << " N=" << N << " row " << r;
         }
       }
     }
