@@ -20,8 +20,8 @@
 
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
-#include "kernels/vec_tile-inl.h"
 #include "kernels/matmul_panel-inl.h"
+#include "kernels/vec_tile-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace slm::kernels::HWY_NAMESPACE {

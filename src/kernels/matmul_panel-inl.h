@@ -50,10 +50,11 @@ constexpr size_t kPanelKc = 256;
 HWY_INLINE size_t PanelWidth() { return 2 * hn::Lanes(hn::ScalableTag<float>()); }
 
 // Grow-only per-thread scratch (allocates on a thread's first call needing more, never after).
-HWY_INLINE float* PanelScratch(hwy::AlignedFreeUniquePtr<float[]>& buf, size_t& cap, size_t floats) {
-  if (cap < floats) {
-    buf = hwy::AllocateAligned<float>(floats);
-    cap = floats;
+template <class T>
+HWY_INLINE T* PanelScratch(hwy::AlignedFreeUniquePtr<T[]>& buf, size_t& cap, size_t n) {
+  if (cap < n) {
+    buf = hwy::AllocateAligned<T>(n);
+    cap = n;
   }
   return buf.get();
 }

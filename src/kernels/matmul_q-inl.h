@@ -34,12 +34,12 @@
 
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
-#include "kernels/vec_tile-inl.h"
 #include "kernels/decode_prefetch.h"
 #include "kernels/matmul-inl.h"
 #include "kernels/matmul_q4_planes-inl.h"
 #include "kernels/matmul_q8_dyn_panel-inl.h"
 #include "kernels/quant_kernels.h"
+#include "kernels/vec_tile-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace slm::kernels::HWY_NAMESPACE {
@@ -391,9 +391,7 @@ HWY_INLINE void Q8DynTile(const int8_t* xq, const float* xscale, const int8_t* w
   for (size_t r = 0; r < kR; ++r) {
     int64_t dot = hn::GetLane(hn::SumOfLanes(d32, hn::Add(s0[r], s1[r])));
     for (size_t k = kv; k < K; ++k) dot += int32_t(xq[r * K + k]) * w[k];
-    float v = float(dot) * xscale[r] * scale;
-    if (bias) v += *bias;
-    y[r * ldy] = v;
+    y[r * ldy] = Q8DynOutput(dot, xscale[r], scale, bias);
   }
 }
 

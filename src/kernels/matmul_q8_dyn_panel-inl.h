@@ -25,14 +25,26 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <vector>
 
+#include "hwy/aligned_allocator.h"
 #include "hwy/highway.h"
+#include "kernels/matmul_panel-inl.h"
 #include "kernels/vec_tile-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace slm::kernels::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+
+// One 8da8w output from its exact int32 dot product: the one-row tiles (Q8DynTile) and the
+// panel below both form it here, so prefill and decode give the same bits. Out of line: inlined,
+// GCC contracted `product + bias` into an FMA in the panel's loop but not in the tile's (AVX2,
+// AVX-512), one rounding apart — the call (one per output, beside K multiply-adds) keeps a
+// single instruction sequence for both.
+HWY_NOINLINE inline float Q8DynOutput(int64_t dot, float x_scale, float w_scale, const float* bias) {
+  float v = float(dot) * x_scale * w_scale;
+  if (bias != nullptr) v += *bias;
+  return v;
+}
 
 // HWY_SCALAR's one-lane vectors cannot hold an int16 pair per int32 lane: the tiles serve it.
 #if HWY_TARGET != HWY_SCALAR
@@ -63,13 +75,6 @@ HWY_INLINE void WidenRowToPairs(const int8_t* HWY_RESTRICT src, size_t K, int16_
   for (; k + NL <= K; k += NL) hn::StoreU(hn::PromoteTo(d16, hn::LoadU(d8, src + k)), d16, out + k);
   for (; k < K; ++k) out[k] = src[k];
   if (K % 2 != 0) out[K] = 0;
-}
-
-// Grow-only per-thread scratch (allocates on a thread's first call needing more, never after).
-template <class T>
-HWY_INLINE T* Q8DynScratch(std::vector<T>& buf, size_t n) {
-  if (buf.size() < n) buf.resize(n);
-  return buf.data();
 }
 
 // acc[m][0..P) (+)= Σ_{k' < kc} pair(w[m], k') · pair(xt[k'], j) for m < kM: int32, exact.
@@ -105,8 +110,8 @@ HWY_INLINE void Q8DynPanelTile(const uint32_t* HWY_RESTRICT xt, const uint32_t* 
   }
 }
 
-// Columns [n0, n0 + kM) for all R rows: y[r, n0 + m] = float(dot) · x_scale[r] · scales[n0 + m]
-// (+ bias[n0 + m]), the one-row tile's arithmetic.
+// Columns [n0, n0 + kM) for all R rows: y[r, n0 + m] = Q8DynOutput(dot, x_scale[r],
+// scales[n0 + m], bias + n0 + m).
 template <size_t kM>
 HWY_INLINE void Q8DynPanelBlock(const uint32_t* xt, const int8_t* w, const float* x_scale,
                                 const float* scales, const float* bias, float* y, size_t R, size_t K,
@@ -125,9 +130,7 @@ HWY_INLINE void Q8DynPanelBlock(const uint32_t* xt, const int8_t* w, const float
     const int32_t* a = acc + (r / P) * kM * P + r % P;
     float* yr = y + r * N + n0;
     for (size_t m = 0; m < kM; ++m) {
-      float v = float(a[m * P]) * x_scale[r] * scales[n0 + m];
-      if (bias != nullptr) v += bias[n0 + m];
-      yr[m] = v;
+      yr[m] = Q8DynOutput(a[m * P], x_scale[r], scales[n0 + m], bias != nullptr ? bias + n0 + m : nullptr);
     }
   }
 }
@@ -136,13 +139,14 @@ HWY_INLINE void Q8DynPanelBlock(const uint32_t* xt, const int8_t* w, const float
 HWY_NOINLINE inline void Q8DynPanelColumns(const int8_t* xq, const float* x_scale, const int8_t* w,
                                            const float* scales, const float* bias, float* y, size_t R,
                                            size_t K, size_t N, size_t n_begin, size_t n_end) {
-  thread_local std::vector<uint32_t> xt_buf, wp_buf, row_buf;
-  thread_local std::vector<int32_t> acc_buf;
+  thread_local hwy::AlignedFreeUniquePtr<uint32_t[]> xt_buf, wp_buf, row_buf;
+  thread_local hwy::AlignedFreeUniquePtr<int32_t[]> acc_buf;
+  thread_local size_t xt_cap = 0, wp_cap = 0, row_cap = 0, acc_cap = 0;
   const size_t P = Q8DynPanelWidth(), panels = (R + P - 1) / P, pairs = (K + 1) / 2;
-  uint32_t* xt = Q8DynScratch(xt_buf, panels * pairs * P);
-  uint32_t* wp = Q8DynScratch(wp_buf, kQ8DynPanelM * pairs);
-  int32_t* acc = Q8DynScratch(acc_buf, panels * kQ8DynPanelM * P);
-  uint32_t* row_pairs = Q8DynScratch(row_buf, pairs);
+  uint32_t* xt = PanelScratch(xt_buf, xt_cap, panels * pairs * P);
+  uint32_t* wp = PanelScratch(wp_buf, wp_cap, kQ8DynPanelM * pairs);
+  int32_t* acc = PanelScratch(acc_buf, acc_cap, panels * kQ8DynPanelM * P);
+  uint32_t* row_pairs = PanelScratch(row_buf, row_cap, pairs);
   for (size_t p = 0; p < panels; ++p) {  // transpose into int16-pair panels
     uint32_t* dst = xt + p * pairs * P;
     for (size_t j = 0; j < P; ++j) {
