@@ -35,6 +35,7 @@
 #include "hwy/highway.h"
 #include "kernels/attention_rows.h"
 #include "kernels/kernels.h"
+#include "kernels/lane_sums-inl.h"
 #include "kernels/vec_tile-inl.h"
 #include "kernels/visible_columns.h"
 
@@ -177,32 +178,6 @@ HWY_INLINE double ExpAndSum(const VisibleColumns& vis, const float* HWY_RESTRICT
   }
   if (n > 0) flush();
   return sum;
-}
-
-// out[0..4) = the lane sums of s[0..4) (a tile of 4 vectors, vec_tile-inl.h): the four reductions
-// share one tree (pairs of vectors interleaved and added per 128-bit block, then the blocks added
-// in order) instead of four whole-vector reductions. Each sum's additions are the same whatever
-// the other vectors hold.
-template <class D, class Tile>
-HWY_INLINE void SumOfLanes4(D d, const Tile& s, float out[4]) {
-#if HWY_TARGET == HWY_SCALAR
-  for (size_t h = 0; h < 4; ++h) out[h] = hn::GetLane(s[h]);
-#else
-  const hn::Repartition<uint64_t, D> d64;
-  // Per block: [s0 + , s1 + , s0 + , s1 + ] (lanes 0+2 and 1+3 of each), same for s2, s3.
-  const auto a01 = hn::Add(hn::InterleaveLower(d, s[0], s[1]), hn::InterleaveUpper(d, s[0], s[1]));
-  const auto a23 = hn::Add(hn::InterleaveLower(d, s[2], s[3]), hn::InterleaveUpper(d, s[2], s[3]));
-  // Per block: [Σ s0, Σ s1, Σ s2, Σ s3] over the block's 4 lanes.
-  const auto lo = hn::BitCast(d, hn::InterleaveLower(d64, hn::BitCast(d64, a01), hn::BitCast(d64, a23)));
-  const auto hi = hn::BitCast(d, hn::InterleaveUpper(d64, hn::BitCast(d64, a01), hn::BitCast(d64, a23)));
-  constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
-  HWY_ALIGN float blocks[kMaxLanes];
-  hn::Store(hn::Add(lo, hi), d, blocks);
-  const hn::Full128<float> d4;
-  auto sum = hn::Load(d4, blocks);
-  for (size_t b = 4; b < hn::Lanes(d); b += 4) sum = hn::Add(sum, hn::Load(d4, blocks + b));
-  hn::StoreU(sum, d4, out);
-#endif
 }
 
 // dots[h] = q_h · row for kH query vectors against one key row, the row loaded once per vector

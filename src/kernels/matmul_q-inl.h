@@ -15,9 +15,11 @@
 //    from PanelWidth() rows on, the tiles of matmul-inl.h below), so the dequantization cost is
 //    divided by R and the inner loop is the f32 GEMM's.
 // Dynamic (int8 activations): exact int32 dot products with int16 widening multiply-adds
-// (ReorderWidenMulAccumulate = vpmaddwd on x86), 4 activation rows per unpacked weight vector;
-// Q4 groups are folded into f32 accumulators with one convert + FMA per group. Q8 prefill from
-// 2 vectors of rows on: the exact int16 panel of matmul_q8_dyn_panel-inl.h (the same bits).
+// (ReorderWidenMulAccumulate = vpmaddwd on x86), 4 activation rows per unpacked weight vector
+// (Q4 decode: 4 weight rows per activation vector); each Q4 group's dot is reduced across lanes
+// and folded into one f32 accumulator per output. Prefill from 2 vectors of rows on: the exact
+// int16 panels of matmul_dyn_panel-inl.h, which form every output as these tiles do (the same
+// bits).
 
 #if defined(SLM_KERNELS_MATMUL_Q_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef SLM_KERNELS_MATMUL_Q_INL_H_
@@ -30,14 +32,16 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "kernels/decode_prefetch.h"
+#include "kernels/lane_sums-inl.h"
 #include "kernels/matmul-inl.h"
 #include "kernels/matmul_q4_planes-inl.h"
-#include "kernels/matmul_q8_dyn_panel-inl.h"
+#include "kernels/matmul_dyn_panel-inl.h"
 #include "kernels/quant_kernels.h"
 #include "kernels/vec_tile-inl.h"
 
@@ -400,8 +404,8 @@ void MatMulQ8DynColumns(const int8_t* xq, const float* xscale, const int8_t* w,
                         int64_t N, int64_t n_begin, int64_t n_end) {
   const size_t k = size_t(K), n = size_t(N), rows4 = size_t(R) / 4 * 4;
 #if HWY_TARGET != HWY_SCALAR
-  // Prefill: the exact int16 panel of matmul_q8_dyn_panel-inl.h (same bits as these tiles).
-  if (size_t(R) >= Q8DynPanelWidth()) {
+  // Prefill: the exact int16 panel of matmul_dyn_panel-inl.h (same bits as these tiles).
+  if (size_t(R) >= DynPanelWidth()) {
     return Q8DynPanelColumns(xq, xscale, w, scales, bias, y, size_t(R), k, n, size_t(n_begin), size_t(n_end));
   }
 #endif
@@ -412,73 +416,135 @@ void MatMulQ8DynColumns(const int8_t* xq, const float* xscale, const int8_t* w,
   }
 }
 
-template <size_t kR>
+// kR activation rows × kN weight rows (kR·kN <= 4; slot i = r·kN + n): per group g, the exact
+// int32 dot over the group, reduced across lanes for the 4 slots at once, minus 8·Σ_{k∈g} xq[k]
+// when the groups are symmetric (the dot of the signed codes q − 8), then folded into one f32
+// accumulator per output, acc = MulAdd(float(dot_g), scale_g, acc), in group order;
+// Q4DynOutput adds the offsets term and the scales. The panel of matmul_dyn_panel-inl.h forms its
+// outputs the same way, so prefill rows give the decode path's bits.
+template <size_t kR, size_t kN>
 HWY_INLINE void Q4DynTile(const int8_t* xq, const float* xscale, const int32_t* group_sums,
                           const uint8_t* w, const float* scales, const float* offsets,
                           const float* bias, float* y, size_t K, size_t G, size_t ldy) {
+  static_assert((kR == 1 || kN == 1) && kR * kN <= 4 && (kR * kN == 4 || kR * kN == 1),
+                "4 rows, 4 weight rows or one output");
   const hn::CappedTag<int16_t, 16> d16;
   const hn::Repartition<int32_t, decltype(d16)> d32;
-  const hn::Repartition<float, decltype(d16)> df;
   const hn::Rebind<uint8_t, decltype(d16)> du8;
   const hn::Rebind<int8_t, decltype(d16)> d8;
-  const size_t NL = hn::Lanes(d16);
-  const size_t groups = K / G;
+  const size_t NL = hn::Lanes(d16), groups = K / G, row_bytes = K / 2;
+  const bool symmetric = offsets == nullptr;
   const auto mask = hn::Set(d16, int16_t{0x0F});
-  using V = hn::Vec<decltype(df)>;
+  using V16 = hn::Vec<decltype(d16)>;
   using V32 = hn::Vec<decltype(d32)>;
-  SLM_VEC_TILE(V, acc, kR);
-  HWY_UNROLL(4)
-  for (size_t r = 0; r < kR; ++r) acc[r] = hn::Zero(df);
+#if HWY_TARGET == HWY_SCALAR
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#else
+  const hn::Full128<float> d4;  // one lane per slot
+  const hn::Full128<int32_t> d4i;
+  auto acc = hn::Zero(d4);
+#endif
   for (size_t g = 0; g < groups; ++g) {
-    SLM_VEC_TILE(V32, s0, kR);
-    SLM_VEC_TILE(V32, s1, kR);
+    SLM_VEC_TILE(V32, s0, 4);
+    SLM_VEC_TILE(V32, s1, 4);
     HWY_UNROLL(4)
-    for (size_t r = 0; r < kR; ++r) s0[r] = s1[r] = hn::Zero(d32);
+    for (size_t i = 0; i < 4; ++i) s0[i] = s1[i] = hn::Zero(d32);
     for (size_t b = g * G; b < (g + 1) * G; b += 32) {
       for (size_t j = 0; j < 16; j += NL) {
-        const auto q = hn::PromoteTo(d16, hn::LoadU(du8, w + b / 2 + j));
-        const auto lo = hn::And(q, mask);
-        const auto hi = hn::ShiftRight<4>(q);
+        SLM_VEC_TILE(V16, xlo, kR);
+        SLM_VEC_TILE(V16, xhi, kR);
         HWY_UNROLL(4)
         for (size_t r = 0; r < kR; ++r) {
-          const auto xlo = hn::PromoteTo(d16, hn::LoadU(d8, xq + r * K + b + j));
-          const auto xhi = hn::PromoteTo(d16, hn::LoadU(d8, xq + r * K + b + 16 + j));
-          s0[r] = hn::ReorderWidenMulAccumulate(d32, xlo, lo, s0[r], s1[r]);
-          s0[r] = hn::ReorderWidenMulAccumulate(d32, xhi, hi, s0[r], s1[r]);
+          xlo[r] = hn::PromoteTo(d16, hn::LoadU(d8, xq + r * K + b + j));
+          xhi[r] = hn::PromoteTo(d16, hn::LoadU(d8, xq + r * K + b + 16 + j));
+        }
+        HWY_UNROLL(4)
+        for (size_t n = 0; n < kN; ++n) {
+          // Decode (4 weight rows): the next tile's row n, as the weight-only tiles.
+          if constexpr (kN > 1) hwy::Prefetch(w + (kN + n) * row_bytes + b / 2 + j);
+          const auto q = hn::PromoteTo(d16, hn::LoadU(du8, w + n * row_bytes + b / 2 + j));
+          const auto lo = hn::And(q, mask), hi = hn::ShiftRight<4>(q);
+          HWY_UNROLL(4)
+          for (size_t r = 0; r < kR; ++r) {
+            s0[r * kN + n] = hn::ReorderWidenMulAccumulate(d32, xlo[r], lo, s0[r * kN + n], s1[r * kN + n]);
+            s0[r * kN + n] = hn::ReorderWidenMulAccumulate(d32, xhi[r], hi, s0[r * kN + n], s1[r * kN + n]);
+          }
         }
       }
     }
-    const auto vs = hn::Set(df, scales[g]);
     HWY_UNROLL(4)
-    for (size_t r = 0; r < kR; ++r) acc[r] = hn::MulAdd(hn::ConvertTo(df, hn::Add(s0[r], s1[r])), vs, acc[r]);
+    for (size_t i = 0; i < 4; ++i) s0[i] = hn::Add(s0[i], s1[i]);
+    // Slot i's group sum and scale: row i's sum and one scale (4 rows), or the row's sum and
+    // weight row i's scale (4 weight rows).
+    const auto gs = [&](size_t r) { return group_sums[r * groups + g]; };
+    const auto sc = [&](size_t n) { return scales[n * groups + g]; };
+#if HWY_TARGET == HWY_SCALAR
+    int32_t dots[4];
+    SumOfLanes4(d32, s0, dots);
+    for (size_t i = 0; i < kR * kN; ++i) {
+      const int32_t dot = dots[i] - (symmetric ? 8 * gs(i / kN) : 0);
+      acc[i] = hn::GetLane(hn::MulAdd(hn::Set(hn::Sisd<float>(), float(dot)),
+                                      hn::Set(hn::Sisd<float>(), sc(i % kN)), hn::Set(hn::Sisd<float>(), acc[i])));
+    }
+#else
+    auto dots = SumOfLanes4(d32, s0);
+    if constexpr (kR == 4) {
+      if (symmetric) dots = hn::Sub(dots, hn::ShiftLeft<3>(FourLanes(d4i, gs(0), gs(1), gs(2), gs(3))));
+      acc = hn::MulAdd(hn::ConvertTo(d4, dots), hn::Set(d4, sc(0)), acc);
+    } else if constexpr (kN == 4) {
+      if (symmetric) dots = hn::Sub(dots, hn::Set(d4i, 8 * gs(0)));
+      acc = hn::MulAdd(hn::ConvertTo(d4, dots), FourLanes(d4, sc(0), sc(1), sc(2), sc(3)), acc);
+    } else {
+      if (symmetric) dots = hn::Sub(dots, hn::Set(d4i, 8 * gs(0)));
+      acc = hn::MulAdd(hn::ConvertTo(d4, dots), hn::Set(d4, sc(0)), acc);
+    }
+#endif
   }
+#if HWY_TARGET != HWY_SCALAR
+  float acc_lanes[4];
+  hn::StoreU(acc, d4, acc_lanes);
+  const float* out = acc_lanes;
+#else
+  const float* out = acc;
+#endif
   for (size_t r = 0; r < kR; ++r) {
-    float v = hn::GetLane(hn::SumOfLanes(df, acc[r]));
-    const int32_t* gs = group_sums + r * groups;
-    for (size_t g = 0; g < groups; ++g) v += (offsets ? offsets[g] : -8.0f * scales[g]) * float(gs[g]);
-    v *= xscale[r];
-    if (bias) v += *bias;
-    y[r * ldy] = v;
+    for (size_t n = 0; n < kN; ++n) {
+      y[r * ldy + n] = Q4DynOutput(out[r * kN + n], group_sums + r * groups,
+                                   offsets != nullptr ? offsets + n * groups : nullptr, groups, xscale[r],
+                                   bias != nullptr ? bias + n : nullptr);
+    }
   }
 }
 
+// 4 rows at a time share each weight vector (prefill below the panel); the rows left (decode)
+// take 4 weight rows at a time, sharing each activation vector.
 void MatMulQ4DynColumns(const int8_t* xq, const float* xscale, const int32_t* group_sums,
                         const uint8_t* w, const float* scales, const float* offsets,
                         const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G,
                         int64_t n_begin, int64_t n_end) {
-  const size_t k = size_t(K), n = size_t(N), g = size_t(G), groups = k / g;
-  const size_t rows4 = size_t(R) / 4 * 4;
+  const size_t k = size_t(K), n = size_t(N), g = size_t(G), groups = k / g, rows = size_t(R);
+#if HWY_TARGET != HWY_SCALAR
+  // Prefill: the exact int16 panel of matmul_dyn_panel-inl.h (same bits as these tiles).
+  if (rows >= DynPanelWidth()) {
+    return Q4DynPanelColumns(xq, xscale, group_sums, w, scales, offsets, bias, y, rows, k, n, g,
+                             size_t(n_begin), size_t(n_end));
+  }
+#endif
+  const auto tile = [&](auto rows_tag, auto cols_tag, size_t r, size_t c) {
+    Q4DynTile<decltype(rows_tag)::value, decltype(cols_tag)::value>(
+        xq + r * k, xscale + r, group_sums + r * groups, w + c * (k / 2), scales + c * groups,
+        offsets ? offsets + c * groups : nullptr, bias ? bias + c : nullptr, y + r * n + c, k, g, n);
+  };
+  using One = std::integral_constant<size_t, 1>;
+  using Four = std::integral_constant<size_t, 4>;
+  const size_t rows4 = rows / 4 * 4;
   for (size_t c = size_t(n_begin); c < size_t(n_end); ++c) {
-    const uint8_t* wc = w + c * (k / 2);
-    const float* sc = scales + c * groups;
-    const float* oc = offsets ? offsets + c * groups : nullptr;
-    const float* b = bias ? bias + c : nullptr;
-    for (size_t r = 0; r < rows4; r += 4) {
-      Q4DynTile<4>(xq + r * k, xscale + r, group_sums + r * groups, wc, sc, oc, b, y + r * n + c, k, g, n);
-    }
-    for (size_t r = rows4; r < size_t(R); ++r) {
-      Q4DynTile<1>(xq + r * k, xscale + r, group_sums + r * groups, wc, sc, oc, b, y + r * n + c, k, g, n);
-    }
+    for (size_t r = 0; r < rows4; r += 4) tile(Four{}, One{}, r, c);
+  }
+  for (size_t r = rows4; r < rows; ++r) {
+    size_t c = size_t(n_begin);
+    for (; c + 4 <= size_t(n_end); c += 4) tile(One{}, Four{}, r, c);
+    for (; c < size_t(n_end); ++c) tile(One{}, One{}, r, c);
   }
 }
 

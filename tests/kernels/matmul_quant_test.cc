@@ -206,7 +206,7 @@ TEST_P(QuantMatMulTest, DynamicActivationPrefillRowsMatchReferenceAcrossPanelSiz
   }
 }
 
-// 8da8w prefill rows (the exact int16 panel from 2 vectors of rows on, matmul_q8_dyn_panel-inl.h)
+// 8da8w prefill rows (the exact int16 panel from 2 vectors of rows on, matmul_dyn_panel-inl.h)
 // give the one-row decode path's bits: the next layer re-quantizes its input, so any rounding
 // difference between prefill and decode would flip int8 codes.
 TEST_P(QuantMatMulTest, Int8DynamicActivationPrefillRowsEqualTheOneRowPathBitForBit) {
@@ -224,6 +224,38 @@ TEST_P(QuantMatMulTest, Int8DynamicActivationPrefillRowsEqualTheOneRowPathBitFor
           MatMulQ8DynColumns(xq.data() + r * K, xs.data() + r, q.w.data(), q.scales.data(), b.data(), row.data(), 1, K, N, 0, N);
           ASSERT_EQ(0, std::memcmp(row.data(), y.data() + r * N, row.size() * sizeof(float)))
               << "R=" << R << " K=" << K << " N=" << N << " row " << r;
+        }
+      }
+    }
+  }
+}
+
+// The same for 8da4w: the int16 panel (from 2 vectors of rows), the 4-row tiles and the decode
+// path's 4-column tiles all fold each output's exact group dots in group order, so every row
+// has the one-row path's bits (symmetric and asymmetric groups, with and without bias).
+TEST_P(QuantMatMulTest, Int4DynamicActivationPrefillRowsEqualTheOneRowPathBitForBit) {
+  for (int64_t G : {32, 64, 128}) {
+    for (int64_t R : {5, 8, 16, 17, 33, 70}) {
+      for (int64_t K : {G, 3 * G, 640 / G * G}) {
+        for (int64_t N : {1, 6, 13, 30}) {
+          const bool asym = (R + N) % 2 == 1, with_bias = N % 3 != 0;
+          const auto x = RandomFloats(size_t(R * K), uint32_t(R * 31 + K + N + G));
+          const auto b = RandomFloats(size_t(N), uint32_t(N));
+          const Q4Weights q = RandomQ4(N, K, G, uint32_t(K + 7));
+          const float* off = asym ? q.offsets.data() : nullptr;
+          const float* bias = with_bias ? b.data() : nullptr;
+          std::vector<int8_t> xq(size_t(R * K));
+          std::vector<int32_t> gs(size_t(R * K / G));
+          std::vector<float> xs(static_cast<size_t>(R)), y(static_cast<size_t>(R * N)), row(static_cast<size_t>(N));
+          QuantizeRowsI8(x.data(), xq.data(), xs.data(), gs.data(), R, K, G);
+          MatMulQ4DynColumns(xq.data(), xs.data(), gs.data(), q.w.data(), q.scales.data(), off, bias, y.data(), R, K, N,
+                             G, 0, N);
+          for (int64_t r = 0; r < R; ++r) {
+            MatMulQ4DynColumns(xq.data() + r * K, xs.data() + r, gs.data() + r * (K / G), q.w.data(), q.scales.data(),
+                               off, bias, row.data(), 1, K, N, G, 0, N);
+            ASSERT_EQ(0, std::memcmp(row.data(), y.data() + r * N, row.size() * sizeof(float)))
+                << "G=" << G << " R=" << R << " K=" << K << " N=" << N << " asym=" << asym << " row " << r;
+          }
         }
       }
     }
