@@ -16,9 +16,8 @@
 // bits — which the dynamic schemes need: the next layer re-quantizes its input, and any rounding
 // difference would flip int8 codes.
 //  - 8da8w: float(dot) · x_scale · w_scale + bias (Q8DynOutput).
-//  - 8da4w: one f32 accumulator per output, acc = MulAdd(float(dot_g), scale_g, acc) for each
-//    group g in order (dot_g of the codes q, minus 8·Σ_{k∈g} xq — the dot of the signed codes
-//    q − 8 — when the groups are symmetric), then the offsets and scales of Q4DynOutput.
+//  - 8da4w: the order of quant_kernels.h (one f32 accumulator per output, one multiply-add per
+//    group in group order, Q4DynFinish).
 
 #if defined(SLM_KERNELS_MATMUL_DYN_PANEL_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef SLM_KERNELS_MATMUL_DYN_PANEL_INL_H_
@@ -52,18 +51,11 @@ HWY_NOINLINE inline float Q8DynOutput(int64_t dot, float x_scale, float w_scale,
   return v;
 }
 
-// One 8da4w output from its per-group f32 accumulator (the fold above): the asymmetric groups'
-// offsets term Σ_g offset_g · Σ_{k∈g} xq[k] in group order, then the activation scale and the
-// bias. Out of line for the reason of Q8DynOutput: one instruction sequence for tile and panel.
-HWY_NOINLINE inline float Q4DynOutput(float acc, const int32_t* group_sums, const float* offsets,
-                                      size_t groups, float x_scale, const float* bias) {
-  float v = acc;
-  if (offsets != nullptr) {
-    for (size_t g = 0; g < groups; ++g) v += offsets[g] * float(group_sums[g]);
-  }
-  v *= x_scale;
-  if (bias != nullptr) v += *bias;
-  return v;
+// The last step of every 8da4w output: acc · x_scale + bias (0 without one) as one multiply-add,
+// in vector form in the tiles and the panel alike (fused on targets with FMA).
+template <class D, class V>
+HWY_INLINE V Q4DynFinish(D, V acc, V x_scale, V bias) {
+  return hn::MulAdd(acc, x_scale, bias);
 }
 
 // HWY_SCALAR's one-lane vectors cannot hold an int16 pair per int32 lane: the tiles serve it.
@@ -226,44 +218,55 @@ HWY_NOINLINE void Q4DynGroupDots(const uint32_t* HWY_RESTRICT xt, const uint32_t
   Q8DynPanelTile<kM>(xt, wp, ldw, gp, dots, /*first=*/true);
 }
 
-// For m < kM and each of the ngroups groups of gp pairs, in order: facc[m][0..P) =
-// MulAdd(float(dot_g), scales[m·lds + g], facc[m][0..P)), dot_g the exact int32 sum over the
-// group minus gs8[g][0..P) (8·Σ_{k∈g} xq of each row; null for asymmetric groups) — per output
-// the decode tile's fold.
+// For m < kM and each of the ngroups groups of gp pairs, in order, the 8da4w fold of
+// quant_kernels.h per row lane: facc[m][0..P) = MulAdd(float(dot_g − 8·gs_g), scale_g, facc)
+// (symmetric: offsets null) or MulAdd(float(gs_g), offset_g, MulAdd(float(dot_g), scale_g, facc)),
+// dot_g the exact int32 dot over the group, gs[g][0..P) the rows' group sums.
 template <size_t kM>
 HWY_INLINE void Q4DynPanelTile(const uint32_t* HWY_RESTRICT xt, const uint32_t* HWY_RESTRICT wp,
-                               size_t ldw, size_t gp, size_t ngroups, const int32_t* gs8,
-                               const float* scales, size_t lds, float* HWY_RESTRICT facc) {
+                               size_t ldw, size_t gp, size_t ngroups, const int32_t* gs,
+                               const float* scales, const float* offsets, size_t lds,
+                               float* HWY_RESTRICT facc) {
   const hn::ScalableTag<int32_t> d32;
   const hn::Repartition<float, decltype(d32)> df;
-  using V = hn::Vec<decltype(d32)>;
   const size_t NL = hn::Lanes(d32), P = 2 * NL;
   HWY_ALIGN int32_t dots[kM * HWY_MAX_BYTES / 2];  // [kM][P]
   for (size_t g = 0; g < ngroups; ++g) {
-    // The group's dots through the 8da8w tile, out of line, and a small buffer: inlined here,
-    // GCC 12 kept 10 of the 12 AVX2 accumulators on the stack.
+    // The group's dots through the 8da8w tile, out of line, and a small buffer: folded in the
+    // same loop, GCC 12 kept 10 of the 12 AVX2 accumulators on the stack (prefill 0.8x).
     Q4DynGroupDots<kM>(xt + g * gp * P, wp + g * gp, ldw, gp, dots);
-    const V c0 = gs8 != nullptr ? hn::LoadU(d32, gs8 + g * P) : hn::Zero(d32);
-    const V c1 = gs8 != nullptr ? hn::LoadU(d32, gs8 + g * P + NL) : hn::Zero(d32);
+    const auto gs0 = hn::LoadU(d32, gs + g * P), gs1 = hn::LoadU(d32, gs + g * P + NL);
     HWY_UNROLL(12)
     for (size_t m = 0; m < kM; ++m) {
       const auto vs = hn::Set(df, scales[m * lds + g]);
       float* f = facc + m * P;
-      const auto d0 = hn::ConvertTo(df, hn::Sub(hn::Load(d32, dots + m * P), c0));
-      const auto d1 = hn::ConvertTo(df, hn::Sub(hn::Load(d32, dots + m * P + NL), c1));
-      hn::StoreU(hn::MulAdd(d0, vs, hn::LoadU(df, f)), df, f);
-      hn::StoreU(hn::MulAdd(d1, vs, hn::LoadU(df, f + NL)), df, f + NL);
+      auto d0 = hn::Load(d32, dots + m * P), d1 = hn::Load(d32, dots + m * P + NL);
+      if (offsets == nullptr) {
+        d0 = hn::Sub(d0, hn::ShiftLeft<3>(gs0));
+        d1 = hn::Sub(d1, hn::ShiftLeft<3>(gs1));
+      }
+      auto f0 = hn::MulAdd(hn::ConvertTo(df, d0), vs, hn::LoadU(df, f));
+      auto f1 = hn::MulAdd(hn::ConvertTo(df, d1), vs, hn::LoadU(df, f + NL));
+      if (offsets != nullptr) {
+        const auto vo = hn::Set(df, offsets[m * lds + g]);
+        f0 = hn::MulAdd(hn::ConvertTo(df, gs0), vo, f0);
+        f1 = hn::MulAdd(hn::ConvertTo(df, gs1), vo, f1);
+      }
+      hn::StoreU(f0, df, f);
+      hn::StoreU(f1, df, f + NL);
     }
   }
 }
 
-// Columns [n0, n0 + kM) of the 8da4w product for all R rows (K % G == 0, G even).
+// Columns [n0, n0 + kM) of the 8da4w product for all R rows (K % G == 0, G even). gst: the rows'
+// group sums transposed like the panels, [panel][g][P]; xs: x_scale padded to whole panels.
 template <size_t kM>
-HWY_INLINE void Q4DynPanelBlock(const uint32_t* xt, const int32_t* gs8t, const uint8_t* w,
-                                const int32_t* group_sums, const float* x_scale, const float* scales,
-                                const float* offsets, const float* bias, float* y, size_t R, size_t K,
-                                size_t N, size_t G, size_t n0, uint32_t* wp, float* facc) {
-  const size_t P = DynPanelWidth(), panels = (R + P - 1) / P, pairs = K / 2, gp = G / 2, groups = K / G;
+HWY_INLINE void Q4DynPanelBlock(const uint32_t* xt, const int32_t* gst, const float* xs, const uint8_t* w,
+                                const float* scales, const float* offsets, const float* bias, float* y,
+                                size_t R, size_t K, size_t N, size_t G, size_t n0, uint32_t* wp, float* facc) {
+  const hn::ScalableTag<float> df;
+  const size_t NL = hn::Lanes(df), P = DynPanelWidth(), panels = (R + P - 1) / P, pairs = K / 2, gp = G / 2,
+               groups = K / G;
   for (size_t m = 0; m < kM; ++m) {  // weight rows unpacked once per block into int16 pairs
     WidenQ4RowToPairs(w + (n0 + m) * (K / 2), K, reinterpret_cast<int16_t*>(wp + m * pairs));
   }
@@ -273,18 +276,20 @@ HWY_INLINE void Q4DynPanelBlock(const uint32_t* xt, const int32_t* gs8t, const u
   for (size_t k0 = 0; k0 < pairs; k0 += kc) {
     const size_t ngroups = std::min(kc, pairs - k0) / gp;
     for (size_t p = 0; p < panels; ++p) {
-      Q4DynPanelTile<kM>(xt + (p * pairs + k0) * P, wp + k0, pairs, gp, ngroups,
-                         gs8t != nullptr ? gs8t + (p * groups + k0 / gp) * P : nullptr,
-                         scales + n0 * groups + k0 / gp, groups, facc + p * kM * P);
+      Q4DynPanelTile<kM>(xt + (p * pairs + k0) * P, wp + k0, pairs, gp, ngroups, gst + (p * groups + k0 / gp) * P,
+                         scales + n0 * groups + k0 / gp, offsets != nullptr ? offsets + n0 * groups + k0 / gp : nullptr,
+                         groups, facc + p * kM * P);
     }
   }
-  for (size_t r = 0; r < R; ++r) {
-    const float* f = facc + (r / P) * kM * P + r % P;
-    float* yr = y + r * N + n0;
+  HWY_ALIGN float out[HWY_MAX_BYTES / 2];  // [P]
+  for (size_t p = 0; p < panels; ++p) {
     for (size_t m = 0; m < kM; ++m) {
-      yr[m] = Q4DynOutput(f[m * P], group_sums + r * groups,
-                          offsets != nullptr ? offsets + (n0 + m) * groups : nullptr, groups, x_scale[r],
-                          bias != nullptr ? bias + n0 + m : nullptr);
+      const auto vb = hn::Set(df, bias != nullptr ? bias[n0 + m] : 0.0f);
+      for (size_t h = 0; h < P; h += NL) {
+        const auto f = hn::LoadU(df, facc + (p * kM + m) * P + h);
+        hn::Store(Q4DynFinish(df, f, hn::LoadU(df, xs + p * P + h), vb), df, out + h);
+      }
+      for (size_t j = 0; j < P && p * P + j < R; ++j) y[(p * P + j) * N + n0 + m] = out[j];
     }
   }
 }
@@ -297,30 +302,25 @@ HWY_NOINLINE inline void Q4DynPanelColumns(const int8_t* xq, const float* x_scal
                                            size_t G, size_t n_begin, size_t n_end) {
   thread_local hwy::AlignedFreeUniquePtr<uint32_t[]> xt_buf, wp_buf, row_buf;
   thread_local hwy::AlignedFreeUniquePtr<int32_t[]> gs_buf;
-  thread_local hwy::AlignedFreeUniquePtr<float[]> acc_buf;
-  thread_local size_t xt_cap = 0, wp_cap = 0, row_cap = 0, gs_cap = 0, acc_cap = 0;
+  thread_local hwy::AlignedFreeUniquePtr<float[]> acc_buf, xs_buf;
+  thread_local size_t xt_cap = 0, wp_cap = 0, row_cap = 0, gs_cap = 0, acc_cap = 0, xs_cap = 0;
   const size_t P = DynPanelWidth(), panels = (R + P - 1) / P, pairs = K / 2, groups = K / G;
   uint32_t* xt = PanelScratch(xt_buf, xt_cap, panels * pairs * P);
   uint32_t* wp = PanelScratch(wp_buf, wp_cap, kDynPanelM * pairs);
   float* facc = PanelScratch(acc_buf, acc_cap, panels * kDynPanelM * P);
   TransposeToPairPanels(xq, R, K, xt, PanelScratch(row_buf, row_cap, pairs));
-  // Symmetric groups: gs8t[panel][g][P] = 8·Σ_{k∈g} xq[row, k] (0 past R), which turns the
-  // unsigned codes' dots into those of the signed codes q − 8, as in the decode tile.
-  int32_t* gs8t = nullptr;
-  if (offsets == nullptr) {
-    gs8t = PanelScratch(gs_buf, gs_cap, panels * groups * P);
-    for (size_t p = 0; p < panels; ++p) {
-      for (size_t g = 0; g < groups; ++g) {
-        for (size_t j = 0; j < P; ++j) {
-          const size_t r = p * P + j;
-          gs8t[(p * groups + g) * P + j] = r < R ? 8 * group_sums[r * groups + g] : 0;
-        }
-      }
+  // The rows' group sums transposed like the panels and x_scale padded (zeros past R).
+  int32_t* gst = PanelScratch(gs_buf, gs_cap, panels * groups * P);
+  float* xs = PanelScratch(xs_buf, xs_cap, panels * P);
+  for (size_t p = 0; p < panels; ++p) {
+    for (size_t j = 0; j < P; ++j) {
+      const size_t r = p * P + j;
+      xs[p * P + j] = r < R ? x_scale[r] : 0.0f;
+      for (size_t g = 0; g < groups; ++g) gst[(p * groups + g) * P + j] = r < R ? group_sums[r * groups + g] : 0;
     }
   }
   const auto block = [&](auto m_tag, size_t n) {
-    Q4DynPanelBlock<decltype(m_tag)::value>(xt, gs8t, w, group_sums, x_scale, scales, offsets, bias, y, R, K,
-                                            N, G, n, wp, facc);
+    Q4DynPanelBlock<decltype(m_tag)::value>(xt, gst, xs, w, scales, offsets, bias, y, R, K, N, G, n, wp, facc);
   };
   size_t n = n_begin;
   for (; n + kDynPanelM <= n_end; n += kDynPanelM) block(std::integral_constant<size_t, kDynPanelM>{}, n);

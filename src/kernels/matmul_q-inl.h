@@ -416,34 +416,49 @@ void MatMulQ8DynColumns(const int8_t* xq, const float* xscale, const int8_t* w,
   }
 }
 
-// kR activation rows × kN weight rows (kR·kN <= 4; slot i = r·kN + n): per group g, the exact
-// int32 dot over the group, reduced across lanes for the 4 slots at once, minus 8·Σ_{k∈g} xq[k]
-// when the groups are symmetric (the dot of the signed codes q − 8), then folded into one f32
-// accumulator per output, acc = MulAdd(float(dot_g), scale_g, acc), in group order;
-// Q4DynOutput adds the offsets term and the scales. The panel of matmul_dyn_panel-inl.h forms its
-// outputs the same way, so prefill rows give the decode path's bits.
+// kR activation rows × kN weight rows (one output, 4 rows or 4 weight rows; slot i = r·kN + n),
+// in the 8da4w order every path follows (quant_kernels.h): per group g, the exact int32 dot over
+// the group, reduced across lanes for the 4 slots at once, then folded into one f32 accumulator
+// per output, one lane per slot; the panel of matmul_dyn_panel-inl.h forms its outputs the same
+// way, so prefill rows give the decode path's bits.
 template <size_t kR, size_t kN>
 HWY_INLINE void Q4DynTile(const int8_t* xq, const float* xscale, const int32_t* group_sums,
                           const uint8_t* w, const float* scales, const float* offsets,
                           const float* bias, float* y, size_t K, size_t G, size_t ldy) {
-  static_assert((kR == 1 || kN == 1) && kR * kN <= 4 && (kR * kN == 4 || kR * kN == 1),
-                "4 rows, 4 weight rows or one output");
+  static_assert((kR == 1 || kN == 1) && (kR * kN == 4 || kR * kN == 1), "4 rows, 4 weight rows or one output");
   const hn::CappedTag<int16_t, 16> d16;
   const hn::Repartition<int32_t, decltype(d16)> d32;
   const hn::Rebind<uint8_t, decltype(d16)> du8;
   const hn::Rebind<int8_t, decltype(d16)> d8;
   const size_t NL = hn::Lanes(d16), groups = K / G, row_bytes = K / 2;
-  const bool symmetric = offsets == nullptr;
   const auto mask = hn::Set(d16, int16_t{0x0F});
   using V16 = hn::Vec<decltype(d16)>;
   using V32 = hn::Vec<decltype(d32)>;
+  // Slot i's activation row and weight row.
+  const auto row = [](size_t i) { return kR == 4 ? i : 0; };
+  const auto col = [](size_t i) { return kN == 4 ? i : 0; };
 #if HWY_TARGET == HWY_SCALAR
-  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  const hn::Sisd<float> d4;  // one slot per vector: the same operations, one lane at a time
+  constexpr size_t kSlotVectors = kR * kN;
 #else
   const hn::Full128<float> d4;  // one lane per slot
-  const hn::Full128<int32_t> d4i;
-  auto acc = hn::Zero(d4);
+  constexpr size_t kSlotVectors = 1;
 #endif
+  const hn::Rebind<int32_t, decltype(d4)> d4i;
+  const size_t L4 = hn::Lanes(d4);
+  using VF = hn::Vec<decltype(d4)>;
+  // The 4 slots' values of f(slot) at vector v (L4 slots per vector).
+  const auto slots = [&](auto dd, size_t v, auto f) {
+    using T = hn::TFromD<decltype(dd)>;
+    if (hn::Lanes(dd) == 1) return hn::Set(dd, T(f(v)));
+#if HWY_TARGET != HWY_SCALAR
+    if constexpr (kR * kN == 4) return FourLanes(dd, T(f(0)), T(f(1)), T(f(2)), T(f(3)));
+#endif
+    return hn::Set(dd, T(f(0)));
+  };
+  SLM_VEC_TILE(VF, acc, kSlotVectors);
+  HWY_UNROLL(4)
+  for (size_t v = 0; v < kSlotVectors; ++v) acc[v] = hn::Zero(d4);
   for (size_t g = 0; g < groups; ++g) {
     SLM_VEC_TILE(V32, s0, 4);
     SLM_VEC_TILE(V32, s1, 4);
@@ -474,46 +489,32 @@ HWY_INLINE void Q4DynTile(const int8_t* xq, const float* xscale, const int32_t* 
     }
     HWY_UNROLL(4)
     for (size_t i = 0; i < 4; ++i) s0[i] = hn::Add(s0[i], s1[i]);
-    // Slot i's group sum and scale: row i's sum and one scale (4 rows), or the row's sum and
-    // weight row i's scale (4 weight rows).
-    const auto gs = [&](size_t r) { return group_sums[r * groups + g]; };
-    const auto sc = [&](size_t n) { return scales[n * groups + g]; };
-#if HWY_TARGET == HWY_SCALAR
-    int32_t dots[4];
+    HWY_ALIGN int32_t dots[4];
     SumOfLanes4(d32, s0, dots);
-    for (size_t i = 0; i < kR * kN; ++i) {
-      const int32_t dot = dots[i] - (symmetric ? 8 * gs(i / kN) : 0);
-      acc[i] = hn::GetLane(hn::MulAdd(hn::Set(hn::Sisd<float>(), float(dot)),
-                                      hn::Set(hn::Sisd<float>(), sc(i % kN)), hn::Set(hn::Sisd<float>(), acc[i])));
-    }
-#else
-    auto dots = SumOfLanes4(d32, s0);
-    if constexpr (kR == 4) {
-      if (symmetric) dots = hn::Sub(dots, hn::ShiftLeft<3>(FourLanes(d4i, gs(0), gs(1), gs(2), gs(3))));
-      acc = hn::MulAdd(hn::ConvertTo(d4, dots), hn::Set(d4, sc(0)), acc);
-    } else if constexpr (kN == 4) {
-      if (symmetric) dots = hn::Sub(dots, hn::Set(d4i, 8 * gs(0)));
-      acc = hn::MulAdd(hn::ConvertTo(d4, dots), FourLanes(d4, sc(0), sc(1), sc(2), sc(3)), acc);
-    } else {
-      if (symmetric) dots = hn::Sub(dots, hn::Set(d4i, 8 * gs(0)));
-      acc = hn::MulAdd(hn::ConvertTo(d4, dots), hn::Set(d4, sc(0)), acc);
-    }
-#endif
-  }
-#if HWY_TARGET != HWY_SCALAR
-  float acc_lanes[4];
-  hn::StoreU(acc, d4, acc_lanes);
-  const float* out = acc_lanes;
-#else
-  const float* out = acc;
-#endif
-  for (size_t r = 0; r < kR; ++r) {
-    for (size_t n = 0; n < kN; ++n) {
-      y[r * ldy + n] = Q4DynOutput(out[r * kN + n], group_sums + r * groups,
-                                   offsets != nullptr ? offsets + n * groups : nullptr, groups, xscale[r],
-                                   bias != nullptr ? bias + n : nullptr);
+    const auto gs = [&](size_t i) { return group_sums[row(i) * groups + g]; };
+    const auto dot = [&](size_t i) { return dots[i] - (offsets == nullptr ? 8 * gs(i) : 0); };
+    const auto scale = [&](size_t i) { return scales[col(i) * groups + g]; };
+    HWY_UNROLL(4)
+    for (size_t v = 0; v < kSlotVectors; ++v) {
+      auto di = L4 == 1 ? hn::Set(d4i, dot(v)) : hn::LoadU(d4i, dots);
+      if (L4 > 1 && offsets == nullptr) di = hn::Sub(di, hn::ShiftLeft<3>(slots(d4i, v, gs)));
+      const VF d = hn::ConvertTo(d4, di);
+      acc[v] = hn::MulAdd(d, slots(d4, v, scale), acc[v]);
+      if (offsets != nullptr) {
+        const auto offset = [&](size_t i) { return offsets[col(i) * groups + g]; };
+        acc[v] = hn::MulAdd(hn::ConvertTo(d4, slots(d4i, v, gs)), slots(d4, v, offset), acc[v]);
+      }
     }
   }
+  // y = acc · x_scale + bias, one fused step (Q4DynFinish).
+  HWY_ALIGN float out[4];
+  HWY_UNROLL(4)
+  for (size_t v = 0; v < kSlotVectors; ++v) {
+    const auto bias_of = [&](size_t i) { return bias != nullptr ? bias[col(i)] : 0.0f; };
+    const auto xscale_of = [&](size_t i) { return xscale[row(i)]; };
+    hn::StoreU(Q4DynFinish(d4, acc[v], slots(d4, v, xscale_of), slots(d4, v, bias_of)), d4, out + v * L4);
+  }
+  for (size_t i = 0; i < kR * kN; ++i) y[row(i) * ldy + col(i)] = out[i];
 }
 
 // 4 rows at a time share each weight vector (prefill below the panel); the rows left (decode)

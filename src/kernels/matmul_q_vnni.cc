@@ -57,6 +57,9 @@ using vnni::Dpbusd;
 using vnni::ReduceAdd;
 using vnni::ThreadScratch;
 
+// a·b + c fused, on 4 lanes (the AVX-512VL form: these functions' target has no "fma").
+SLM_VNNI_TARGET inline __m128 Fma4(__m128 a, __m128 b, __m128 c) { return _mm_mask_fmadd_ps(a, 0xF, b, c); }
+
 // ---- Q8 × dynamic int8 ----
 
 // xsum[r] = Σ_k xq[r, k]: the correction for the weights' +128 bias below.
@@ -104,10 +107,11 @@ SLM_VNNI_TARGET inline void Q8Tile(const int8_t* xq, const float* xscale, const 
   for (int r = 0; r < kR; ++r) {
     #pragma GCC unroll 16
     for (int c = 0; c < kN; ++c) {
+      // fma(float(dot)·xscale, scale, bias or 0), explicitly fused: the panel GEMM forms its
+      // outputs the same way (prefill and decode give the same bits).
       const int32_t dot = ReduceAdd(acc[r][c]) - 128 * xsum[r];
-      float v = float(dot) * xscale[r] * scales[c];
-      if (bias) v += bias[c];
-      y[r * ldy + c] = v;
+      const __m128 v = Fma4(_mm_set_ss(float(dot) * xscale[r]), _mm_set_ss(scales[c]), _mm_set_ss(bias ? bias[c] : 0.0f));
+      y[r * ldy + c] = _mm_cvtss_f32(v);
     }
   }
 }
@@ -135,83 +139,189 @@ SLM_VNNI_TARGET void PermuteForQ4Chunks(const int8_t* xq, int8_t* out, size_t R,
   }
 }
 
-// kR rows × kN weight rows; K % 64 == 0; kScales = 128 / G group scales per chunk (4, 2), or 1
-// when G is a multiple of 128. xp: xq permuted by PermuteForQ4Chunks. Per chunk and weight row:
-// one load, two masks and a shift to split the nibbles, two vpdpbusd per x row, and the chunk's
-// int32 lanes scaled into f32 with the group scales as one lane vector (vnni::Q4ChunkScales: lane
-// i belongs to block i/4, as here). Each weight row prefetches the same chunk of the next tile's
-// row (kN rows ahead) and, once per line, the next tile's scales, as the int4 planes kernel.
-template <int kR, int kN, size_t kScales>
-SLM_VNNI_TARGET inline void Q4Tile(const int8_t* xp, const float* xscale, const float* offset_x,
+// Per 128-bit block b of the four vectors: [Σ v0, Σ v1, Σ v2, Σ v3] over the block's 4 lanes.
+SLM_VNNI_TARGET inline __m512i BlockSums4(__m512i v0, __m512i v1, __m512i v2, __m512i v3) {
+  const __m512i a01 = _mm512_add_epi32(_mm512_unpacklo_epi32(v0, v1), _mm512_unpackhi_epi32(v0, v1));
+  const __m512i a23 = _mm512_add_epi32(_mm512_unpacklo_epi32(v2, v3), _mm512_unpackhi_epi32(v2, v3));
+  return _mm512_add_epi32(_mm512_unpacklo_epi64(a01, a23), _mm512_unpackhi_epi64(a01, a23));
+}
+
+template <int kBlock>
+SLM_VNNI_TARGET inline __m128i Block(__m512i v) {
+  return _mm512_extracti32x4_epi32(v, kBlock);
+}
+
+// kR rows × kN weight rows, kR and kN 4 or 1; K % 64 == 0, G = 32, 64 or a multiple of 128. xp:
+// xq permuted by PermuteForQ4Chunks; gst: the rows' group sums, [groups][4] (lane r = row r)
+// when kR = 4, else [groups] of the one row. The outputs are formed in the 8da4w order of
+// quant_kernels.h, as the panel GEMM forms them: 4 outputs share a 128-bit accumulator (a "set":
+// one per weight row with lanes = rows when kR = 4, else one with lanes = weight rows). Per
+// chunk, each output's int32 lanes (lane i: 8 products of block i / 4) are reduced to per-block
+// sums for 4 outputs at once (BlockSums4), combined into group dots, and each group is folded
+// in order. Each weight row prefetches the same chunk of the next tile's row (kN rows ahead), as
+// the int4 planes kernel.
+template <int kR, int kN>
+SLM_VNNI_TARGET inline void Q4Tile(const int8_t* xp, const float* xscale, const int32_t* gst,
                                    const uint8_t* w, const float* scales, const float* offsets,
                                    const float* bias, float* y, size_t K, size_t G, size_t ldy) {
-  const size_t groups = K / G, row_bytes = K / 2, chunks = K / 128;
+  static_assert((kR == 4 && (kN == 4 || kN == 1)) || (kR == 1 && (kN == 8 || kN == 4 || kN == 1)),
+                "4 rows × 4 or 1 weight rows, one row × 8, 4 or 1");
+  // Sets of 4 outputs: one per weight row with lanes = rows (kR = 4), else lanes = weight rows
+  // 4s..4s + 3 (two sets of 8 weight rows: two independent FMA chains for decode).
+  constexpr int kSets = kR == 4 ? kN : (kN + 3) / 4;
+  constexpr int kSetCols = kR == 4 ? 1 : (kN < 4 ? kN : 4);
+  const size_t groups = K / G, row_bytes = K / 2, chunks = K / 128, scale_lines = (groups + 15) / 16;
   const __m512i nibble = _mm512_set1_epi8(0x0F);
-  __m512 acc[kR][kN];
-  #pragma GCC unroll 16
-  for (int r = 0; r < kR; ++r)
-    #pragma GCC unroll 16
-    for (int n = 0; n < kN; ++n) acc[r][n] = _mm512_setzero_ps();
-  vnni::Q4ChunkScaleIndex<kScales> s(G);  // this chunk's first scale index
-  for (size_t c = 0; c < chunks; ++c, s.Next()) {
+  __m128 acc[kSets];
+  __m512i pending[kSets];  // G >= 128: a group's block sums over its chunks
+  #pragma GCC unroll 8
+  for (int s = 0; s < kSets; ++s) {
+    acc[s] = _mm_setzero_ps();
+    pending[s] = _mm512_setzero_si512();
+  }
+  // acc[s] (+)= group g's dots d (lane per output of set s), in the 8da4w order.
+  const auto fold = [&](int s, size_t g, __m128i d) SLM_VNNI_TARGET __attribute__((always_inline)) {
+    __m128i gs;
+    __m128 scale, offset = _mm_setzero_ps();
+    if constexpr (kR == 4) {
+      gs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(gst + 4 * g));
+      scale = _mm_set1_ps(scales[s * groups + g]);
+      if (offsets != nullptr) offset = _mm_set1_ps(offsets[s * groups + g]);
+    } else {
+      gs = _mm_set1_epi32(gst[g]);
+      const auto at = [&](const float* v, int j) { return j < kSetCols ? v[(4 * s + j) * groups + g] : 0.0f; };
+      scale = _mm_setr_ps(at(scales, 0), at(scales, 1), at(scales, 2), at(scales, 3));
+      if (offsets != nullptr) offset = _mm_setr_ps(at(offsets, 0), at(offsets, 1), at(offsets, 2), at(offsets, 3));
+    }
+    if (offsets == nullptr) {
+      acc[s] = Fma4(_mm_cvtepi32_ps(_mm_sub_epi32(d, _mm_slli_epi32(gs, 3))), scale, acc[s]);
+    } else {
+      acc[s] = Fma4(_mm_cvtepi32_ps(gs), offset, Fma4(_mm_cvtepi32_ps(d), scale, acc[s]));
+    }
+  };
+  // The group dots of one chunk (nb = 4 blocks, or 2 for a 64-k tail) from its block sums M.
+  // The decode tile's (one row, 4 weight rows) whole chunk with G = 32: the 4 groups' scales
+  // (and offsets, group sums) of the 4 weight rows loaded as 4 vectors and transposed once, not
+  // gathered per group.
+  const auto fold_chunk_g32 = [&](int s, size_t c, __m512i M) SLM_VNNI_TARGET __attribute__((always_inline)) {
+    const size_t g0 = 4 * s * groups + 4 * c;  // set s's first weight row, group 4c
+    const __m512i transpose = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    const auto by_group = [&](const float* v) SLM_VNNI_TARGET __attribute__((always_inline)) {
+      __m512 rows = _mm512_castps128_ps512(_mm_loadu_ps(v + g0));  // block n: weight row n's 4 groups
+      rows = _mm512_insertf32x4(rows, _mm_loadu_ps(v + groups + g0), 1);
+      rows = _mm512_insertf32x4(rows, _mm_loadu_ps(v + 2 * groups + g0), 2);
+      rows = _mm512_insertf32x4(rows, _mm_loadu_ps(v + 3 * groups + g0), 3);
+      return _mm512_permutexvar_ps(transpose, rows);  // block b: the 4 weight rows' group g0 + b
+    };
+    const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const __m512i gs = _mm512_permutexvar_epi32(spread, _mm512_castsi128_si512(
+                                                            _mm_loadu_si128(reinterpret_cast<const __m128i*>(gst + 4 * c))));
+    const __m512 S = by_group(scales);
+    if (offsets == nullptr) {
+      const __m512 D = _mm512_cvtepi32_ps(_mm512_sub_epi32(M, _mm512_slli_epi32(gs, 3)));
+      acc[s] = Fma4(_mm512_castps512_ps128(D), _mm512_castps512_ps128(S), acc[s]);
+      acc[s] = Fma4(_mm512_extractf32x4_ps(D, 1), _mm512_extractf32x4_ps(S, 1), acc[s]);
+      acc[s] = Fma4(_mm512_extractf32x4_ps(D, 2), _mm512_extractf32x4_ps(S, 2), acc[s]);
+      acc[s] = Fma4(_mm512_extractf32x4_ps(D, 3), _mm512_extractf32x4_ps(S, 3), acc[s]);
+    } else {
+      const __m512 D = _mm512_cvtepi32_ps(M), O = by_group(offsets), GS = _mm512_cvtepi32_ps(gs);
+      acc[s] = Fma4(_mm512_castps512_ps128(GS), _mm512_castps512_ps128(O),
+                    Fma4(_mm512_castps512_ps128(D), _mm512_castps512_ps128(S), acc[s]));
+      acc[s] = Fma4(_mm512_extractf32x4_ps(GS, 1), _mm512_extractf32x4_ps(O, 1),
+                    Fma4(_mm512_extractf32x4_ps(D, 1), _mm512_extractf32x4_ps(S, 1), acc[s]));
+      acc[s] = Fma4(_mm512_extractf32x4_ps(GS, 2), _mm512_extractf32x4_ps(O, 2),
+                    Fma4(_mm512_extractf32x4_ps(D, 2), _mm512_extractf32x4_ps(S, 2), acc[s]));
+      acc[s] = Fma4(_mm512_extractf32x4_ps(GS, 3), _mm512_extractf32x4_ps(O, 3),
+                    Fma4(_mm512_extractf32x4_ps(D, 3), _mm512_extractf32x4_ps(S, 3), acc[s]));
+    }
+  };
+  const auto chunk_groups = [&](int s, size_t c, __m512i M, int nb) SLM_VNNI_TARGET __attribute__((always_inline)) {
+    if (kR == 1 && kSetCols == 4 && G == 32 && nb == 4) {
+      fold_chunk_g32(s, c, M);
+    } else if (G == 32) {
+      fold(s, 4 * c, Block<0>(M));
+      fold(s, 4 * c + 1, Block<1>(M));
+      if (nb == 4) {
+        fold(s, 4 * c + 2, Block<2>(M));
+        fold(s, 4 * c + 3, Block<3>(M));
+      }
+    } else if (G == 64) {
+      const __m512i pairs = _mm512_add_epi32(M, _mm512_shuffle_i32x4(M, M, _MM_SHUFFLE(2, 3, 0, 1)));
+      fold(s, 2 * c, Block<0>(pairs));
+      if (nb == 4) fold(s, 2 * c + 1, Block<2>(pairs));
+    } else {
+      pending[s] = _mm512_add_epi32(pending[s], M);
+      if ((c + 1) * 128 % G == 0) {
+        const __m512i p = pending[s];
+        const __m512i p2 = _mm512_add_epi32(p, _mm512_shuffle_i32x4(p, p, _MM_SHUFFLE(2, 3, 0, 1)));
+        fold(s, (c + 1) * 128 / G - 1, Block<0>(_mm512_add_epi32(p2, _mm512_shuffle_i32x4(p2, p2, _MM_SHUFFLE(1, 0, 3, 2)))));
+        pending[s] = _mm512_setzero_si512();
+      }
+    }
+  };
+  // Block sums of set s from the chunk's dots t[r][n].
+  const auto set_sums = [&](int s, const __m512i (&t)[kR][kN]) SLM_VNNI_TARGET __attribute__((always_inline)) {
+    const __m512i z = _mm512_setzero_si512();
+    if constexpr (kR == 4) return BlockSums4(t[0][s], t[1][s], t[2][s], t[3][s]);
+    else if constexpr (kSetCols == 4) return BlockSums4(t[0][4 * s], t[0][4 * s + 1], t[0][4 * s + 2], t[0][4 * s + 3]);
+    else return BlockSums4(t[0][0], z, z, z);
+  };
+  for (size_t c = 0; c < chunks; ++c) {
     __m512i lo[kN], hi[kN];
-    __m512 sv[kN];
-    #pragma GCC unroll 16
+    #pragma GCC unroll 8
     for (int n = 0; n < kN; ++n) {
       const uint8_t* wc = w + n * row_bytes + 64 * c;
       _mm_prefetch(reinterpret_cast<const char*>(wc + kN * row_bytes), _MM_HINT_T0);
-      if (*s % 16 == 0) _mm_prefetch(reinterpret_cast<const char*>(scales + (n + kN) * groups + *s), _MM_HINT_T0);
+      if (c < scale_lines) {  // and, over the first chunks, the next tile's scales (offsets)
+        _mm_prefetch(reinterpret_cast<const char*>(scales + (n + kN) * groups + 16 * c), _MM_HINT_T0);
+        if (offsets != nullptr) _mm_prefetch(reinterpret_cast<const char*>(offsets + (n + kN) * groups + 16 * c), _MM_HINT_T0);
+      }
       const __m512i v = _mm512_loadu_si512(wc);
       lo[n] = _mm512_and_si512(v, nibble);
       hi[n] = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
-      sv[n] = vnni::Q4ChunkScales<kScales>(scales + n * groups + *s);
     }
-    #pragma GCC unroll 16
+    __m512i t[kR][kN];
+    #pragma GCC unroll 8
     for (int r = 0; r < kR; ++r) {
       const __m512i xl = _mm512_loadu_si512(xp + r * K + 128 * c);
       const __m512i xh = _mm512_loadu_si512(xp + r * K + 128 * c + 64);
-      #pragma GCC unroll 16
-      for (int n = 0; n < kN; ++n) {
-        const __m512i dot = Dpbusd(Dpbusd(_mm512_setzero_si512(), lo[n], xl), hi[n], xh);
-        acc[r][n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), sv[n], acc[r][n]);
-      }
+      #pragma GCC unroll 8
+      for (int n = 0; n < kN; ++n) t[r][n] = Dpbusd(Dpbusd(_mm512_setzero_si512(), lo[n], xl), hi[n], xh);
     }
+    #pragma GCC unroll 8
+    for (int s = 0; s < kSets; ++s) chunk_groups(s, c, set_sums(s, t), 4);
   }
   if (chunks * 128 < K) {  // a 64-k tail: two blocks, in 256-bit halves of the same scheme
     const size_t k0 = chunks * 128;
     const __m256i nibble256 = _mm256_set1_epi8(0x0F);
-    #pragma GCC unroll 16
+    __m512i t[kR][kN];
+    #pragma GCC unroll 8
     for (int n = 0; n < kN; ++n) {
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + n * row_bytes + k0 / 2));
       const __m256i l = _mm256_and_si256(v, nibble256), h = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble256);
-      const float* sc = scales + n * groups;
-      const __m256 sv = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_set1_ps(sc[k0 / G])), _mm_set1_ps(sc[(k0 + 32) / G]), 1);
-      #pragma GCC unroll 16
+      #pragma GCC unroll 8
       for (int r = 0; r < kR; ++r) {
         const __m256i xl = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp + r * K + k0));
         const __m256i xh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp + r * K + k0 + 32));
         const __m256i dot = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), l, xl), h, xh);
-        const __m256 part = _mm256_mul_ps(_mm256_cvtepi32_ps(dot), sv);
-        acc[r][n] = _mm512_add_ps(acc[r][n], _mm512_insertf32x8(_mm512_setzero_ps(), part, 0));
+        t[r][n] = _mm512_zextsi256_si512(dot);
       }
     }
+    #pragma GCC unroll 8
+    for (int s = 0; s < kSets; ++s) chunk_groups(s, chunks, set_sums(s, t), 2);
   }
-  // Offsets term Σ_g offset[c, g] · Σ_{k∈g} xq[r, k], vectorized over groups: offset_x holds
-  // the group sums as floats (times -8 when symmetric, whose offsets are -8·scale).
-  const __mmask16 tail = __mmask16((1u << (groups % 16)) - 1);
-  #pragma GCC unroll 16
-  for (int n = 0; n < kN; ++n) {
-    const float* on = offsets ? offsets + n * groups : scales + n * groups;
-    #pragma GCC unroll 16
-    for (int r = 0; r < kR; ++r) {
-      const float* gx = offset_x + r * groups;
-      __m512 v = acc[r][n];
-      size_t g = 0;
-      for (; g + 16 <= groups; g += 16) v = _mm512_fmadd_ps(_mm512_loadu_ps(on + g), _mm512_loadu_ps(gx + g), v);
-      if (tail) v = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, on + g), _mm512_maskz_loadu_ps(tail, gx + g), v);
-      float out = ReduceAdd(v) * xscale[r];
-      if (bias) out += bias[n];
-      y[r * ldy + n] = out;
+  // y = fma(acc, x_scale, bias or 0), per set's lanes.
+  #pragma GCC unroll 8
+  for (int s = 0; s < kSets; ++s) {
+    alignas(16) float out[4];
+    if constexpr (kR == 4) {
+      const __m128 b = _mm_set1_ps(bias != nullptr ? bias[s] : 0.0f);
+      _mm_store_ps(out, Fma4(acc[s], _mm_loadu_ps(xscale), b));
+      for (int r = 0; r < 4; ++r) y[r * ldy + s] = out[r];
+    } else {
+      const auto at = [&](int j) { return bias != nullptr && j < kSetCols ? bias[4 * s + j] : 0.0f; };
+      _mm_store_ps(out, Fma4(acc[s], _mm_set1_ps(xscale[0]), _mm_setr_ps(at(0), at(1), at(2), at(3))));
+      for (int j = 0; j < kSetCols; ++j) y[4 * s + j] = out[j];
     }
   }
 }
@@ -246,23 +356,13 @@ struct Q8Call {
 template <int kR, int kN>
 struct Q4Call {
   SLM_VNNI_TARGET static void Run(size_t r, size_t c, const int8_t* xp, const float* xscale,
-                                  const float* offset_x, const uint8_t* w, const float* scales,
-                                  const float* offsets, const float* bias, float* y, size_t K,
-                                  size_t N, size_t G) {
+                                  const int32_t* gs4, const int32_t* group_sums, const uint8_t* w,
+                                  const float* scales, const float* offsets, const float* bias, float* y,
+                                  size_t K, size_t N, size_t G) {
     const size_t groups = K / G;
-    xp += r * K;
-    xscale += r;
-    offset_x += r * groups;
-    w += c * (K / 2);
-    scales += c * groups;
-    if (offsets) offsets += c * groups;
-    if (bias) bias += c;
-    y += r * N + c;
-    switch (128 / G) {
-      case 4: return Q4Tile<kR, kN, 4>(xp, xscale, offset_x, w, scales, offsets, bias, y, K, G, N);
-      case 2: return Q4Tile<kR, kN, 2>(xp, xscale, offset_x, w, scales, offsets, bias, y, K, G, N);
-      default: return Q4Tile<kR, kN, 1>(xp, xscale, offset_x, w, scales, offsets, bias, y, K, G, N);
-    }
+    const int32_t* gst = kR == 4 ? gs4 + r * groups : group_sums + r * groups;  // gs4: [R / 4][groups][4]
+    Q4Tile<kR, kN>(xp + r * K, xscale + r, gst, w + c * (K / 2), scales + c * groups,
+                   offsets ? offsets + c * groups : nullptr, bias ? bias + c : nullptr, y + r * N + c, K, G, N);
   }
 };
 
@@ -312,27 +412,31 @@ bool MatMulQ4DynColumnsVnni(const int8_t* xq, const float* xscale, const int32_t
     MatMulQ4DynPanelVnni(xq, xscale, group_sums, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end);
     return true;
   }
-  // The tiles' chunk scale vectors need a chunk's groups to be whole blocks of G (G = 192 etc.
-  // would straddle): those shapes take the Highway body.
+  // The tiles fold whole groups per chunk or whole chunks per group (G = 192 etc. would straddle):
+  // those shapes take the Highway body.
   if (G % 128 != 0 && 128 % G != 0) return false;
-  const size_t k = size_t(K), rows = size_t(R);
+  const size_t k = size_t(K), rows = size_t(R), rows4 = rows / 4 * 4;
   const size_t groups = k / size_t(G), xp_bytes = (rows * k + 63) / 64 * 64;
-  uint8_t* scratch = ThreadScratch(xp_bytes + rows * groups * sizeof(float));
+  uint8_t* scratch = ThreadScratch(xp_bytes + rows4 * groups * sizeof(int32_t));
   int8_t* xp = reinterpret_cast<int8_t*>(scratch);
-  float* offset_x = reinterpret_cast<float*>(scratch + xp_bytes);
+  int32_t* gs4 = reinterpret_cast<int32_t*>(scratch + xp_bytes);
   PermuteForQ4Chunks(xq, xp, rows, k);
-  const float factor = offsets ? 1.0f : -8.0f;
-  for (size_t i = 0; i < rows * groups; ++i) offset_x[i] = factor * float(group_sums[i]);
-  // Weight rows of 2 KB or more one at a time: 4 such rows are 4 memory streams (and 4 of
-  // scales) per thread, one row is one of each. 8da4w 1B decode: down_proj (K 8192) -17%, the
-  // K 2048 projections (whose 4-row tiles are 4 KB contiguous) no different (ABBA, 6 rounds).
-  const auto tiles = [&](auto n_tag) {
-    ForTiles<decltype(n_tag)::value, Q4Call>(rows, size_t(n_begin), size_t(n_end), static_cast<const int8_t*>(xp),
-                                             xscale, static_cast<const float*>(offset_x), w, scales, offsets,
-                                             bias, y, k, size_t(N), size_t(G));
-  };
-  if (k / 2 >= 2048) tiles(std::integral_constant<int, 1>{});
-  else tiles(std::integral_constant<int, 4>{});
+  for (size_t r = 0; r < rows4; ++r) {  // the 4-row tiles' group sums, lane per row
+    for (size_t g = 0; g < groups; ++g) gs4[(r / 4 * groups + g) * 4 + r % 4] = group_sums[r * groups + g];
+  }
+  if (rows < 4) {  // decode: 8 weight rows per tile, two independent accumulator chains
+    size_t c = size_t(n_begin);
+    for (; c + 8 <= size_t(n_end); c += 8) {
+      for (size_t r = 0; r < rows; ++r) Q4Call<1, 8>::Run(r, c, xp, xscale, gs4, group_sums, w, scales, offsets, bias, y, k, size_t(N), size_t(G));
+    }
+    for (; c < size_t(n_end); ++c) {
+      for (size_t r = 0; r < rows; ++r) Q4Call<1, 1>::Run(r, c, xp, xscale, gs4, group_sums, w, scales, offsets, bias, y, k, size_t(N), size_t(G));
+    }
+    return true;
+  }
+  ForTiles<4, Q4Call>(rows, size_t(n_begin), size_t(n_end), static_cast<const int8_t*>(xp), xscale,
+                      static_cast<const int32_t*>(gs4), group_sums, w, scales, offsets, bias, y, k, size_t(N),
+                      size_t(G));
   return true;
 }
 

@@ -172,10 +172,11 @@ SLM_VNNI_TARGET void Q8PanelTile(const int8_t* xt, const uint8_t* w, size_t K, s
   for (size_t m = 0; m < kM; ++m) {
     const __m512 sc = _mm512_set1_ps(scales[m]);
     const __m512 bm = _mm512_set1_ps(bias ? bias[m] : 0.0f);
-    const __m512 v0 = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(a[m], c0)), xs0), sc);
-    const __m512 v1 = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(b[m], c1)), xs1), sc);
-    _mm512_storeu_ps(out + m * kP, _mm512_add_ps(v0, bm));
-    _mm512_storeu_ps(out + m * kP + 16, _mm512_add_ps(v1, bm));
+    // fma(float(dot)·xscale, scale, bias or 0), as Q8Tile: the same bits as the decode path.
+    const __m512 v0 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(a[m], c0)), xs0);
+    const __m512 v1 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(b[m], c1)), xs1);
+    _mm512_storeu_ps(out + m * kP, _mm512_fmadd_ps(v0, sc, bm));
+    _mm512_storeu_ps(out + m * kP + 16, _mm512_fmadd_ps(v1, sc, bm));
   }
 }
 
@@ -217,26 +218,25 @@ SLM_VNNI_TARGET void Q8PanelBlock(const Q8Args& s, size_t n) {
 
 // ---- Q4 ----
 
-// out[m][j] = xscale[j] · Σ_g (scale[m, g] · Σ_{k∈g} q[m, k]·x[j, k] + offset[m, g] · gsum[g][j])
-// + bias[m] for the 32 rows of one panel, in one of two forms:
+// out[m][j] for the 32 rows of one panel, formed in the 8da4w order of quant_kernels.h (the decode
+// tiles' order, so prefill and decode give the same bits): per group an exact int32 dot, folded
+// into f32 in group order, then fma(acc, xscale, bias). The dot comes in one of two forms:
 //  - kSigned: w holds kM rows of q − 8 as signed bytes and xt the activations as unsigned
-//    x + 128, so Σ (q − 8)·x = Σ (q − 8)·(x + 128) − 128·Σ (q − 8), and the second part is per
-//    weight row only: fix[m] = 128 · Σ_g scale[m, g] · Σ_{k∈g} (q[m, k] − 8) (computed by the
-//    unpack, once per block). Symmetric groups (offset = −8·scale) then take one conversion and
-//    one FMA per accumulator and group instead of two FMAs (−11% of the tile's time); asymmetric
-//    ones add (offset + 8·scale) times the group sums of x (Σ q·x = Σ (q − 8)·x + 8·Σ x).
-//  - otherwise: w holds the codes q (unsigned), xt x (signed), and every group adds its offset
-//    (−8·scale when symmetric) times the group sums. No per-row fix: cheaper when the block is
-//    used by a single panel (the correction costs more than one panel's tile saves).
+//    x + 128: Σ (q − 8)·(x + 128) = Σ (q − 8)·x + 128·Σ (q − 8), the second part per weight row
+//    and group (qfix, from the unpack) and removed in int32. Symmetric groups need no
+//    activation sums; asymmetric ones add 8·gs back (Σ q·x = Σ (q − 8)·x + 8·Σ x).
+//  - otherwise: w holds the codes q (unsigned), xt x (signed): Σ q·x, minus 8·gs when symmetric.
+//    No per-row correction: cheaper when the block is used by a single panel.
+// gs: the group sums of the panel's rows, [groups][32] (unused when kSigned and symmetric).
 template <size_t kM, bool kSigned>
 SLM_VNNI_TARGET void Q4PanelTile(const int8_t* xt, const uint8_t* w, size_t K, size_t ldw, size_t G,
-                                 const float* scales, const float* offsets, const float* fix,
-                                 const float* gsum, PanelRows rows, const float* bias, float* out,
+                                 const float* scales, const float* offsets, const int32_t* qfix,
+                                 const int32_t* gs, PanelRows rows, const float* bias, float* out,
                                  Prefetch pf) {
   const size_t groups = K / G;
   __m512 f[kM], h[kM];
   #pragma GCC unroll 16
-  for (size_t m = 0; m < kM; ++m) f[m] = h[m] = _mm512_set1_ps(kSigned ? -fix[m] : 0.0f);
+  for (size_t m = 0; m < kM; ++m) f[m] = h[m] = _mm512_setzero_ps();
   for (size_t g = 0; g < groups; ++g) {
     __m512i a[kM], b[kM];
     #pragma GCC unroll 16
@@ -246,19 +246,34 @@ SLM_VNNI_TARGET void Q4PanelTile(const int8_t* xt, const uint8_t* w, size_t K, s
       #pragma GCC unroll 16
       for (size_t m = 0; m < kM; ++m) {
         const __m512 vs = _mm512_set1_ps(scales[m * groups + g]);
-        f[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[m]), vs, f[m]);
-        h[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(b[m]), vs, h[m]);
+        const __m512i fix = _mm512_set1_epi32(qfix[m * groups + g]);
+        f[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(a[m], fix)), vs, f[m]);
+        h[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(b[m], fix)), vs, h[m]);
       }
     } else {
-      const __m512 gs0 = _mm512_loadu_ps(gsum + g * kP), gs1 = _mm512_loadu_ps(gsum + g * kP + 16);
+      const __m512i gs0 = _mm512_loadu_si512(gs + g * kP), gs1 = _mm512_loadu_si512(gs + g * kP + 16);
+      // Symmetric (unsigned form): − 8·gs; asymmetric, signed form: + 8·gs.
+      const __m512i e0 = _mm512_slli_epi32(gs0, 3), e1 = _mm512_slli_epi32(gs1, 3);
+      const __m512 gf0 = _mm512_cvtepi32_ps(gs0), gf1 = _mm512_cvtepi32_ps(gs1);
       #pragma GCC unroll 16
       for (size_t m = 0; m < kM; ++m) {
-        const float sc = scales[m * groups + g];
-        const __m512 vs = _mm512_set1_ps(sc);
-        const float offset = offsets ? offsets[m * groups + g] : -8.0f * sc;
-        const __m512 vo = _mm512_set1_ps(kSigned ? offset + 8.0f * sc : offset);
-        f[m] = _mm512_fmadd_ps(gs0, vo, _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[m]), vs, f[m]));
-        h[m] = _mm512_fmadd_ps(gs1, vo, _mm512_fmadd_ps(_mm512_cvtepi32_ps(b[m]), vs, h[m]));
+        const __m512 vs = _mm512_set1_ps(scales[m * groups + g]);
+        __m512i d0 = a[m], d1 = b[m];
+        if constexpr (kSigned) {  // asymmetric
+          const __m512i fix = _mm512_set1_epi32(qfix[m * groups + g]);
+          d0 = _mm512_add_epi32(_mm512_sub_epi32(d0, fix), e0);
+          d1 = _mm512_add_epi32(_mm512_sub_epi32(d1, fix), e1);
+        } else if (offsets == nullptr) {
+          d0 = _mm512_sub_epi32(d0, e0);
+          d1 = _mm512_sub_epi32(d1, e1);
+        }
+        f[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), vs, f[m]);
+        h[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d1), vs, h[m]);
+        if (offsets != nullptr) {
+          const __m512 vo = _mm512_set1_ps(offsets[m * groups + g]);
+          f[m] = _mm512_fmadd_ps(gf0, vo, f[m]);
+          h[m] = _mm512_fmadd_ps(gf1, vo, h[m]);
+        }
       }
     }
   }
@@ -287,58 +302,48 @@ SLM_VNNI_TARGET void UnpackQ4Row(const uint8_t* src, uint8_t* dst, size_t K) {
 }
 
 // The signed form's unpack (dst[K] = q − 8 as signed bytes, in k order) fused with the row's
-// correction, returned: 128 · Σ_g scales[g] · Σ_{k∈g} (q[k] − 8) (see Q4PanelTile). 128 k per
-// step: the 64 packed bytes are four 32-k blocks of 16 bytes (low nibbles k 32b..32b+15, high
-// nibbles k 32b+16..32b+31); one two-source permute per 64 output bytes puts them in k order.
-// For the correction, one vpsadbw of lo + hi sums 16 nibbles per 64-bit lane (2 lanes per
-// block), minus 8·16 for their −8s, weighted by the block's group scale per lane (a separate
-// serial sum of the scales for the −8s was a third of the unpack's time). A K % 128 == 64 tail
-// goes through the unsigned 64-k unpack and scalar sums.
-SLM_VNNI_TARGET float UnpackQ4RowSigned(const uint8_t* src, const float* scales, size_t K, size_t G, uint8_t* dst) {
+// corrections, qfix[g] = 128 · Σ_{k∈g} (q[k] − 8) (see Q4PanelTile). 128 k per step: the 64
+// packed bytes are four 32-k blocks of 16 bytes (low nibbles k 32b..32b+15, high nibbles
+// k 32b+16..32b+31); one two-source permute per 64 output bytes puts them in k order. For the
+// corrections, one vpsadbw of lo + hi sums 16 nibbles per 64-bit lane (2 lanes per block). A
+// K % 128 == 64 tail goes through the unsigned 64-k unpack and scalar sums.
+SLM_VNNI_TARGET void UnpackQ4RowSigned(const uint8_t* src, size_t K, size_t G, uint8_t* dst, int32_t* qfix) {
   const __m512i mask = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8);
-  // 8 per code × the 16 codes of each even int32 lane of the vpsadbw sums below.
-  const __m512i lane_eights = _mm512_setr_epi32(128, 0, 128, 0, 128, 0, 128, 0, 128, 0, 128, 0, 128, 0, 128, 0);
   const __m512i first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
-  // Lane l of the sums (int32 view: the even lanes hold them, the odd ones 0) belongs to block
-  // l / 4: the lane order of Q4ChunkScales.
-  __m512 acc = _mm512_setzero_ps();
+  // Σ q per 16 codes first (one store per 128 k), then whole groups: no division per lane (a
+  // divide per 64-bit lane cost as much as the panel's GEMM).
+  thread_local std::vector<int32_t> half_block_sums;
+  half_block_sums.resize(K / 16);
+  int32_t* hb = half_block_sums.data();
   size_t k = 0;
   for (; k + 128 <= K; k += 128) {
     const __m512i v = _mm512_loadu_si512(src + k / 2);
     const __m512i lo = _mm512_and_si512(v, mask), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
     _mm512_storeu_si512(dst + k, _mm512_sub_epi8(_mm512_permutex2var_epi64(lo, first, hi), eight));
     _mm512_storeu_si512(dst + k + 64, _mm512_sub_epi8(_mm512_permutex2var_epi64(lo, second, hi), eight));
-    const __m512i nibbles = _mm512_sad_epu8(_mm512_add_epi8(lo, hi), _mm512_setzero_si512());
-    const __m512 sums = _mm512_cvtepi32_ps(_mm512_sub_epi32(nibbles, lane_eights));
-    __m512 sv;
-    if (G == 32) {
-      sv = vnni::Q4ChunkScales<4>(scales + k / G);
-    } else if (G == 64) {
-      sv = vnni::Q4ChunkScales<2>(scales + k / G);
-    } else if (G % 128 == 0) {
-      sv = vnni::Q4ChunkScales<1>(scales + k / G);
-    } else {  // G = 64·odd ≥ 192: a chunk may straddle two groups
-      alignas(64) float lanes[16];
-      for (size_t l = 0; l < 16; ++l) lanes[l] = scales[(k + 32 * (l / 4)) / G];
-      sv = _mm512_load_ps(lanes);
-    }
-    acc = _mm512_fmadd_ps(sums, sv, acc);
+    // 64-bit lane l: the 16 nibbles of bytes 8l..8l+7 (half of block l / 2).
+    const __m512i sums = _mm512_sad_epu8(_mm512_add_epi8(lo, hi), _mm512_setzero_si512());
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(hb + k / 16), _mm512_cvtepi64_epi32(sums));
   }
-  float tail = 0.0f;
   if (k < K) {  // the last 64 k: two 32-k blocks of 16 bytes
     UnpackQ4Row<true>(src + k / 2, dst + k, K - k);
-    for (; k < K; k += 32) {
-      int32_t codes = -8 * 32;
-      for (size_t i = 0; i < 16; ++i) codes += (src[k / 2 + i] & 0x0F) + (src[k / 2 + i] >> 4);
-      tail += scales[k / G] * float(codes);
+    for (; k < K; k += 16) {
+      int32_t codes = 0;
+      for (size_t i = 0; i < 8; ++i) codes += (src[k / 2 + i] & 0x0F) + (src[k / 2 + i] >> 4);
+      hb[k / 16] = codes;
     }
   }
-  return 128.0f * (vnni::ReduceAdd(acc) + tail);
+  const size_t per_group = G / 16;
+  for (size_t g = 0, h = 0; g < K / G; ++g) {
+    int32_t sum = -8 * int32_t(G);
+    for (size_t j = 0; j < per_group; ++j) sum += hb[h++];
+    qfix[g] = 128 * sum;
+  }
 }
 
 struct Q4Args {
   const int8_t* xt;
-  const float* gsum;  // [panels, groups, 32] group sums of xq as floats (unless signed + symmetric)
+  const int32_t* gs;  // [panels, groups, 32] group sums of xq (unless signed + symmetric)
   const float* xscale;  // [panels·32], zeros past R
   const uint8_t* w;
   const float* scales;
@@ -346,21 +351,20 @@ struct Q4Args {
   const float* bias;
   float* y;
   size_t R, K, N, G;
-  uint8_t* slab;  // [kQ4M, SlabStride(K)]
-  float* out;     // [kQ4M, 32]
+  uint8_t* slab;   // [kQ4M, SlabStride(K)]
+  int32_t* qfix;   // [kQ4M, groups]
+  float* out;      // [kQ4M, 32]
 };
 
 template <size_t kM, bool kSigned>
 SLM_VNNI_TARGET void Q4PanelBlock(const Q4Args& s, size_t n) {
   const size_t groups = s.K / s.G;
-  float fix[kM];
   for (size_t c = 0; c < kM; ++c) {
     const uint8_t* row = s.w + (n + c) * (s.K / 2);
     if constexpr (kSigned) {
-      fix[c] = UnpackQ4RowSigned(row, s.scales + (n + c) * groups, s.K, s.G, s.slab + c * SlabStride(s.K));
+      UnpackQ4RowSigned(row, s.K, s.G, s.slab + c * SlabStride(s.K), s.qfix + c * groups);
     } else {
       UnpackQ4Row<false>(row, s.slab + c * SlabStride(s.K), s.K);
-      fix[c] = 0.0f;
     }
   }
   const float* sc = s.scales + n * groups;
@@ -368,9 +372,9 @@ SLM_VNNI_TARGET void Q4PanelBlock(const Q4Args& s, size_t n) {
   const size_t left = (s.N - n - kM) * (s.K / 2), panels = (s.R + kP - 1) / kP;
   const Prefetch next{s.w + (n + kM) * (s.K / 2), std::min(left, kM * s.K / 2)};
   for (size_t p = 0; p < panels; ++p) {  // prefetch in the last panel's tile, as for Q8
-    Q4PanelTile<kM, kSigned>(s.xt + p * kP * s.K, s.slab, s.K, SlabStride(s.K), s.G, sc, oc, fix, s.gsum + p * groups * kP,
-                    PanelRows{nullptr, s.xscale + p * kP}, s.bias ? s.bias + n : nullptr, s.out,
-                    p + 1 == panels ? next : Prefetch{});
+    Q4PanelTile<kM, kSigned>(s.xt + p * kP * s.K, s.slab, s.K, SlabStride(s.K), s.G, sc, oc, s.qfix,
+                             s.gs + p * groups * kP, PanelRows{nullptr, s.xscale + p * kP}, s.bias ? s.bias + n : nullptr,
+                             s.out, p + 1 == panels ? next : Prefetch{});
     WriteRows<kM>(s.out, p, s.R, s.N, n, s.y);
   }
 }
@@ -417,14 +421,16 @@ void MatMulQ4DynPanelVnni(const int8_t* xq, const float* xscale, const int32_t* 
   const size_t groups = k / size_t(G);
   const size_t xt_bytes = Align64(panels * kP * k), slab_bytes = Align64(kQ4M * SlabStride(k));
   const size_t out_bytes = Align64(kQ4M * kP * sizeof(float)), row_bytes = panels * kP * sizeof(float);
-  uint8_t* scratch = PanelScratch(xt_bytes + slab_bytes + out_bytes + row_bytes + panels * groups * kP * sizeof(float));
+  const size_t gs_bytes = Align64(panels * groups * kP * sizeof(int32_t));
+  uint8_t* scratch = PanelScratch(xt_bytes + slab_bytes + out_bytes + row_bytes + gs_bytes + kQ4M * groups * sizeof(int32_t));
   Q4Args s{};
   s.xt = reinterpret_cast<int8_t*>(scratch);
   s.slab = scratch + xt_bytes;
   s.out = reinterpret_cast<float*>(scratch + xt_bytes + slab_bytes);
   float* xscale_pad = reinterpret_cast<float*>(scratch + xt_bytes + slab_bytes + out_bytes);
   PadToPanels(xscale, rows, panels * kP, xscale_pad);
-  float* gsum = reinterpret_cast<float*>(scratch + xt_bytes + slab_bytes + out_bytes + row_bytes);
+  int32_t* gs = reinterpret_cast<int32_t*>(scratch + xt_bytes + slab_bytes + out_bytes + row_bytes);
+  s.qfix = reinterpret_cast<int32_t*>(scratch + xt_bytes + slab_bytes + out_bytes + row_bytes + gs_bytes);
   // The signed form from two panels on (see Q4PanelTile); symmetric signed tiles need no sums.
   const bool signed_form = panels >= 2;
   TransposeQuads(xq, rows, k, signed_form ? 0x80 : 0, reinterpret_cast<int8_t*>(scratch));
@@ -432,11 +438,11 @@ void MatMulQ4DynPanelVnni(const int8_t* xq, const float* xscale, const int32_t* 
     for (size_t g = 0; g < groups; ++g) {
       for (size_t j = 0; j < kP; ++j) {
         const size_t r = p * kP + j;
-        gsum[(p * groups + g) * kP + j] = r < rows ? float(group_sums[r * groups + g]) : 0.0f;
+        gs[(p * groups + g) * kP + j] = r < rows ? group_sums[r * groups + g] : 0;
       }
     }
   }
-  s.gsum = gsum;
+  s.gs = gs;
   s.xscale = xscale_pad;
   s.w = w;
   s.scales = scales;

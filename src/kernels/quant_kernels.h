@@ -13,7 +13,15 @@
 //    16 bytes gives two runs of 16 consecutive k with one AND and one shift — no shuffles.
 //  - Dynamic activations: each row of x is quantized symmetrically, xq = round(x / xs) ∈
 //    [-127, 127], xs = max|x| / 127 (0 rows: xs = 0, xq = 0). For Q4, the per-group sums
-//    Σ xq over each group are kept too (they carry the offsets term).
+//    gs_g = Σ_{k∈g} xq are kept too (they carry the offsets term).
+//  - The 8da4w order: every body (decode tiles, panel GEMMs; Highway and AVX-512 VNNI) forms an
+//    output y[r, n] with the same f32 operations, so prefill rows and one-token decode give the
+//    same bits — the next layer re-quantizes its input, and a rounding difference would flip
+//    int8 codes. With dot_g = Σ_{k∈g} xq[k]·q[n, k] exact in int32, acc = 0, then for each group
+//    g in order: symmetric acc = fma(float(dot_g − 8·gs_g), scale_g, acc); asymmetric
+//    acc = fma(float(gs_g), offset_g, fma(float(dot_g), scale_g, acc)); finally
+//    y = fma(acc, xs[r], bias[n] or 0). (fma: fused where the target has FMA — SSE4 and older
+//    round the product — and the same within each target.)
 //
 // All take a column range [n_begin, n_end) so a caller can split N over threads (including
 // R = 1 decode); they write y[r, n] only for those n. bias may be null. Dispatch: Highway, like

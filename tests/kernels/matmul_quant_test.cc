@@ -206,57 +206,59 @@ TEST_P(QuantMatMulTest, DynamicActivationPrefillRowsMatchReferenceAcrossPanelSiz
   }
 }
 
+// The product of all R rows at once against each row alone (the decode path): the same bits, or
+// a failure naming the shape and row. The dynamic schemes need it: the next layer re-quantizes
+// its input, so any rounding difference between prefill and decode would flip int8 codes.
+::testing::AssertionResult RowsEqualTheOneRowPath(bool int4, int64_t R, int64_t K, int64_t N, int64_t G, bool asym,
+                                                  bool with_bias) {
+  const auto x = RandomFloats(size_t(R * K), uint32_t(R * 31 + K + N + G));
+  const auto b = RandomFloats(size_t(N), uint32_t(N));
+  const float* bias = with_bias ? b.data() : nullptr;
+  std::vector<int8_t> xq(size_t(R * K));
+  std::vector<int32_t> gs(size_t(R * K / G));
+  std::vector<float> xs(static_cast<size_t>(R)), y(static_cast<size_t>(R * N)), row(static_cast<size_t>(N));
+  QuantizeRowsI8(x.data(), xq.data(), xs.data(), int4 ? gs.data() : nullptr, R, K, G);
+  const Q8Weights q8 = int4 ? Q8Weights{} : RandomQ8(N, K, uint32_t(K + 3));
+  const Q4Weights q4 = int4 ? RandomQ4(N, K, G, uint32_t(K + 7)) : Q4Weights{};
+  const float* off = asym ? q4.offsets.data() : nullptr;
+  const auto run = [&](int64_t r0, int64_t rows, float* out) {
+    if (int4) {
+      MatMulQ4DynColumns(xq.data() + r0 * K, xs.data() + r0, gs.data() + r0 * (K / G), q4.w.data(), q4.scales.data(),
+                         off, bias, out, rows, K, N, G, 0, N);
+    } else {
+      MatMulQ8DynColumns(xq.data() + r0 * K, xs.data() + r0, q8.w.data(), q8.scales.data(), bias, out, rows, K, N, 0, N);
+    }
+  };
+  run(0, R, y.data());
+  for (int64_t r = 0; r < R; ++r) {
+    run(r, 1, row.data());
+    if (std::memcmp(row.data(), y.data() + r * N, row.size() * sizeof(float)) != 0) {
+      return ::testing::AssertionFailure() << (int4 ? "8da4w" : "8da8w") << " G=" << G << " R=" << R << " K=" << K
+                                           << " N=" << N << " asym=" << asym << " bias=" << with_bias << ": row " << r
+                                           << " differs from the one-row path";
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
 // 8da8w prefill rows (the exact int16 panel from 2 vectors of rows on, matmul_dyn_panel-inl.h)
-// give the one-row decode path's bits: the next layer re-quantizes its input, so any rounding
-// difference between prefill and decode would flip int8 codes.
+// give the one-row decode path's bits.
 TEST_P(QuantMatMulTest, Int8DynamicActivationPrefillRowsEqualTheOneRowPathBitForBit) {
   for (int64_t R : {8, 16, 17, 32, 33, 70}) {
     for (int64_t K : {63, 64, 520}) {
-      for (int64_t N : {1, 7, 13, 30}) {
-        const auto x = RandomFloats(size_t(R * K), uint32_t(R * 31 + K + N));
-        const auto b = RandomFloats(size_t(N), uint32_t(N));
-        const Q8Weights q = RandomQ8(N, K, uint32_t(K + 3));
-        std::vector<int8_t> xq(size_t(R * K));
-        std::vector<float> xs(static_cast<size_t>(R)), y(static_cast<size_t>(R * N)), row(static_cast<size_t>(N));
-        QuantizeRowsI8(x.data(), xq.data(), xs.data(), nullptr, R, K, 1);
-        MatMulQ8DynColumns(xq.data(), xs.data(), q.w.data(), q.scales.data(), b.data(), y.data(), R, K, N, 0, N);
-        for (int64_t r = 0; r < R; ++r) {
-          MatMulQ8DynColumns(xq.data() + r * K, xs.data() + r, q.w.data(), q.scales.data(), b.data(), row.data(), 1, K, N, 0, N);
-          ASSERT_EQ(0, std::memcmp(row.data(), y.data() + r * N, row.size() * sizeof(float)))
-              << "R=" << R << " K=" << K << " N=" << N << " row " << r;
-        }
-      }
+      for (int64_t N : {1, 7, 13, 30}) ASSERT_TRUE(RowsEqualTheOneRowPath(false, R, K, N, 1, false, true));
     }
   }
 }
 
 // The same for 8da4w: the int16 panel (from 2 vectors of rows), the 4-row tiles and the decode
-// path's 4-column tiles all fold each output's exact group dots in group order, so every row
-// has the one-row path's bits (symmetric and asymmetric groups, with and without bias).
+// path's 4-column tiles all form each output in the order of quant_kernels.h (symmetric and
+// asymmetric groups, with and without bias).
 TEST_P(QuantMatMulTest, Int4DynamicActivationPrefillRowsEqualTheOneRowPathBitForBit) {
   for (int64_t G : {32, 64, 128}) {
     for (int64_t R : {5, 8, 16, 17, 33, 70}) {
       for (int64_t K : {G, 3 * G, 640 / G * G}) {
-        for (int64_t N : {1, 6, 13, 30}) {
-          const bool asym = (R + N) % 2 == 1, with_bias = N % 3 != 0;
-          const auto x = RandomFloats(size_t(R * K), uint32_t(R * 31 + K + N + G));
-          const auto b = RandomFloats(size_t(N), uint32_t(N));
-          const Q4Weights q = RandomQ4(N, K, G, uint32_t(K + 7));
-          const float* off = asym ? q.offsets.data() : nullptr;
-          const float* bias = with_bias ? b.data() : nullptr;
-          std::vector<int8_t> xq(size_t(R * K));
-          std::vector<int32_t> gs(size_t(R * K / G));
-          std::vector<float> xs(static_cast<size_t>(R)), y(static_cast<size_t>(R * N)), row(static_cast<size_t>(N));
-          QuantizeRowsI8(x.data(), xq.data(), xs.data(), gs.data(), R, K, G);
-          MatMulQ4DynColumns(xq.data(), xs.data(), gs.data(), q.w.data(), q.scales.data(), off, bias, y.data(), R, K, N,
-                             G, 0, N);
-          for (int64_t r = 0; r < R; ++r) {
-            MatMulQ4DynColumns(xq.data() + r * K, xs.data() + r, gs.data() + r * (K / G), q.w.data(), q.scales.data(),
-                               off, bias, row.data(), 1, K, N, G, 0, N);
-            ASSERT_EQ(0, std::memcmp(row.data(), y.data() + r * N, row.size() * sizeof(float)))
-                << "G=" << G << " R=" << R << " K=" << K << " N=" << N << " asym=" << asym << " row " << r;
-          }
-        }
+        for (int64_t N : {1, 6, 13, 30}) ASSERT_TRUE(RowsEqualTheOneRowPath(true, R, K, N, G, (R + N) % 2 == 1, N % 3 != 0));
       }
     }
   }
@@ -337,6 +339,23 @@ TEST_F(VnniMatMulTest, Int4DynamicActivationMatchesReferenceOnAwkwardShapes) {
         for (int64_t N : {1, 3, 4, 5, 9, 33}) {
           ASSERT_TRUE(Q4Matches(R, K, N, G, (R + N) % 2 == 1, (R + K / 64 + N) % 2 == 0, true));
         }
+      }
+    }
+  }
+}
+
+// The VNNI tiles (4 rows or 4 weight rows) and panels (from 32 rows; signed operands from 33)
+// give every row the one-row decode path's bits: 64-k tails (G = 32, 64), groups spanning chunks
+// (G = 256), symmetric and asymmetric groups.
+TEST_F(VnniMatMulTest, PrefillRowsEqualTheOneRowPathBitForBit) {
+  for (int64_t R : {5, 8, 32, 33, 70}) {
+    for (int64_t K : {64, 192, 1024}) {
+      for (int64_t N : {1, 6, 13}) ASSERT_TRUE(RowsEqualTheOneRowPath(false, R, K, N, 1, false, N != 6));
+    }
+    for (int64_t G : {32, 64, 128, 256}) {
+      for (int64_t K : {64, 192, 512, 1088}) {
+        if (K % G != 0) continue;
+        for (int64_t N : {1, 6, 13}) ASSERT_TRUE(RowsEqualTheOneRowPath(true, R, K, N, G, (R + N) % 2 == 1, N != 6));
       }
     }
   }

@@ -176,19 +176,21 @@ std::vector<PathCase> AllPathCases() {
 INSTANTIATE_TEST_SUITE_P(Models, SimdTargetPaths, ::testing::ValuesIn(AllPathCases()), PathCaseName);
 
 // The conformance suite (every chunk size, tail policy, near-context tail, fork, snapshot...
-// against the one-token path) on each target without VNNI, with steps on both sides of every
-// target's panel threshold (8 rows on SSE4, 16 on AVX2, 32 on AVX3).
+// against the one-token path) on the default path (with the AVX-512 VNNI bodies where the CPU
+// has them) and on each target without VNNI, with steps on both sides of every target's panel
+// threshold (8 rows on SSE4, 16 on AVX2, 32 on AVX3 and for the VNNI panels).
 class SimdTargetConformance : public ::testing::TestWithParam<PathCase> {};
 
-TEST_P(SimdTargetConformance, PassesOnEveryTargetWithoutVnni) {
+TEST_P(SimdTargetConformance, PassesOnTheDefaultPathAndEveryTargetWithoutVnni) {
   const PathCase& c = GetParam();
   const std::string path = Artifact(c, {4, 16, 32}, 48);
   ASSERT_FALSE(path.empty());
-  const auto& targets = kernels::SupportedSimdTargets();
+  std::vector<int64_t> targets = {0};  // 0: the default dispatch
+  for (int64_t t : kernels::SupportedSimdTargets()) targets.push_back(t);
   DefaultDispatch restore;
   for (int64_t target : targets) {
     kernels::ForceSimdTargetForTest(target);
-    kernels::SetVnniEnabledForTest(false);
+    kernels::SetVnniEnabledForTest(target == 0);
     auto report = llm::RunConformance(path);
     ASSERT_TRUE(report.ok()) << report.status().ToString();
     float scaled = 0, absolute = 0;
@@ -196,16 +198,19 @@ TEST_P(SimdTargetConformance, PassesOnEveryTargetWithoutVnni) {
       scaled = std::max(scaled, k.max_scaled_logit_diff);
       absolute = std::max(absolute, k.max_logit_diff);
     }
-    std::printf("[ CONFORMANCE ] %s %s kv %s, %s without VNNI: %lld cases, max |dlogit| %.2e, of the largest logit %.2e\n",
-                c.model.c_str(), c.scheme.c_str(), model::KvCacheDTypeName(c.kv), hwy::TargetName(target),
+    const std::string name = target == 0 ? "default dispatch" : std::string(hwy::TargetName(target)) + " without VNNI";
+    std::printf("[ CONFORMANCE ] %s %s kv %s, %s: %lld cases, max |dlogit| %.2e, of the largest logit %.2e\n",
+                c.model.c_str(), c.scheme.c_str(), model::KvCacheDTypeName(c.kv), name.c_str(),
                 static_cast<long long>(report->cases.size()), absolute, scaled);
-    EXPECT_TRUE(report->passed()) << hwy::TargetName(target) << "\n" << report->ToTable();
+    EXPECT_TRUE(report->passed()) << name << "\n" << report->ToTable();
     EXPECT_GT(report->cases.size(), 40u);
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, SimdTargetConformance,
                          ::testing::Values(PathCase{"stories260K", "none"}, PathCase{"stories260K", "int4-g32"},
+                                           PathCase{"stories260K", "8da4w-g32"}, PathCase{"stories260K", "8da4w-g32-asym"},
+                                           PathCase{"stories260K", "8da8w"},
                                            PathCase{"llama", "none"}, PathCase{"gemma2", "none"},
                                            PathCase{"mistral", "none", model::KvCacheDType::kInt8},
                                            PathCase{"phi3", "none", model::KvCacheDType::kInt8}),
