@@ -151,7 +151,8 @@ SLM_VNNI_TARGET inline __m128i Block(__m512i v) {
   return _mm512_extracti32x4_epi32(v, kBlock);
 }
 
-// kR rows × kN weight rows, kR and kN 4 or 1; K % 64 == 0, G = 32, 64 or a multiple of 128. xp:
+// kR rows × kN weight rows (4 × 4, 4 × 1, 1 × 8, 1 × 4, 1 × 1); K % 64 == 0, G = 32, 64 or a
+// multiple of 128. xp:
 // xq permuted by PermuteForQ4Chunks; gst: the rows' group sums, [groups][4] (lane r = row r)
 // when kR = 4, else [groups] of the one row. The outputs are formed in the 8da4w order of
 // quant_kernels.h, as the panel GEMM forms them: 4 outputs share a 128-bit accumulator (a "set":
@@ -199,8 +200,7 @@ SLM_VNNI_TARGET inline void Q4Tile(const int8_t* xp, const float* xscale, const 
       acc[s] = Fma4(_mm_cvtepi32_ps(gs), offset, Fma4(_mm_cvtepi32_ps(d), scale, acc[s]));
     }
   };
-  // The group dots of one chunk (nb = 4 blocks, or 2 for a 64-k tail) from its block sums M.
-  // The decode tile's (one row, 4 weight rows) whole chunk with G = 32: the 4 groups' scales
+  // The decode tiles' (one row, sets of 4 weight rows) whole chunk with G = 32: the 4 groups' scales
   // (and offsets, group sums) of the 4 weight rows loaded as 4 vectors and transposed once, not
   // gathered per group.
   const auto fold_chunk_g32 = [&](int s, size_t c, __m512i M) SLM_VNNI_TARGET __attribute__((always_inline)) {
@@ -235,6 +235,7 @@ SLM_VNNI_TARGET inline void Q4Tile(const int8_t* xp, const float* xscale, const 
                     Fma4(_mm512_extractf32x4_ps(D, 3), _mm512_extractf32x4_ps(S, 3), acc[s]));
     }
   };
+  // The group dots of one chunk (nb = 4 blocks, or 2 for a 64-k tail) from its block sums M.
   const auto chunk_groups = [&](int s, size_t c, __m512i M, int nb) SLM_VNNI_TARGET __attribute__((always_inline)) {
     if (kR == 1 && kSetCols == 4 && G == 32 && nb == 4) {
       fold_chunk_g32(s, c, M);
