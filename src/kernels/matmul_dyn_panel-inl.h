@@ -123,15 +123,20 @@ HWY_INLINE void TransposeToPairPanels(const int8_t* xq, size_t R, size_t K, uint
   }
 }
 
-// The exact int32 step of both panels: for m < kM, a0[m] / a1[m] (with b0 / b1, which only NEON
-// and SVE fill) += Σ_{k' < kc} pair(wp[m·ldw + k']) · pair(xt[k'], lane) over the two panel
-// vectors.
-template <size_t kM, class Tile>
-HWY_INLINE void PanelPairSteps(const uint32_t* HWY_RESTRICT xt, const uint32_t* HWY_RESTRICT wp,
-                               size_t ldw, size_t kc, Tile& a0, Tile& b0, Tile& a1, Tile& b1) {
+// acc[m][0..P) (+)= Σ_{k' < kc} pair(w[m], k') · pair(xt[k'], j) for m < kM: int32, exact.
+template <size_t kM>
+HWY_INLINE void Q8DynPanelTile(const uint32_t* HWY_RESTRICT xt, const uint32_t* HWY_RESTRICT wp,
+                               size_t ldw, size_t kc, int32_t* HWY_RESTRICT acc, bool first) {
   const hn::ScalableTag<int32_t> d32;
   const hn::Repartition<int16_t, decltype(d32)> d16;
+  using V = hn::Vec<decltype(d32)>;
   const size_t NL = hn::Lanes(d32), P = 2 * NL;
+  SLM_VEC_TILE(V, a0, kM);
+  SLM_VEC_TILE(V, b0, kM);
+  SLM_VEC_TILE(V, a1, kM);
+  SLM_VEC_TILE(V, b1, kM);
+  HWY_UNROLL(12)
+  for (size_t m = 0; m < kM; ++m) a0[m] = b0[m] = a1[m] = b1[m] = hn::Zero(d32);
   for (size_t k = 0; k < kc; ++k) {
     const auto x0 = hn::BitCast(d16, hn::LoadU(d32, reinterpret_cast<const int32_t*>(xt + k * P)));
     const auto x1 = hn::BitCast(d16, hn::LoadU(d32, reinterpret_cast<const int32_t*>(xt + k * P + NL)));
@@ -142,22 +147,6 @@ HWY_INLINE void PanelPairSteps(const uint32_t* HWY_RESTRICT xt, const uint32_t* 
       a1[m] = hn::ReorderWidenMulAccumulate(d32, x1, wb, a1[m], b1[m]);
     }
   }
-}
-
-// acc[m][0..P) (+)= Σ_{k' < kc} pair(w[m], k') · pair(xt[k'], j) for m < kM: int32, exact.
-template <size_t kM>
-HWY_INLINE void Q8DynPanelTile(const uint32_t* HWY_RESTRICT xt, const uint32_t* HWY_RESTRICT wp,
-                               size_t ldw, size_t kc, int32_t* HWY_RESTRICT acc, bool first) {
-  const hn::ScalableTag<int32_t> d32;
-  using V = hn::Vec<decltype(d32)>;
-  const size_t NL = hn::Lanes(d32), P = 2 * NL;
-  SLM_VEC_TILE(V, a0, kM);
-  SLM_VEC_TILE(V, b0, kM);
-  SLM_VEC_TILE(V, a1, kM);
-  SLM_VEC_TILE(V, b1, kM);
-  HWY_UNROLL(12)
-  for (size_t m = 0; m < kM; ++m) a0[m] = b0[m] = a1[m] = b1[m] = hn::Zero(d32);
-  PanelPairSteps<kM>(xt, wp, ldw, kc, a0, b0, a1, b1);
   HWY_UNROLL(12)
   for (size_t m = 0; m < kM; ++m) {
     const V s0 = hn::RearrangeToOddPlusEven(a0[m], b0[m]);

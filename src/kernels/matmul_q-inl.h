@@ -40,8 +40,8 @@
 #include "kernels/decode_prefetch.h"
 #include "kernels/lane_sums-inl.h"
 #include "kernels/matmul-inl.h"
-#include "kernels/matmul_q4_planes-inl.h"
 #include "kernels/matmul_dyn_panel-inl.h"
+#include "kernels/matmul_q4_planes-inl.h"
 #include "kernels/quant_kernels.h"
 #include "kernels/vec_tile-inl.h"
 
