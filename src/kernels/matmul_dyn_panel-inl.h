@@ -224,22 +224,25 @@ HWY_INLINE void Q4DynPanelTile(const uint32_t* HWY_RESTRICT xt, const uint32_t* 
     // The group's dots through the 8da8w tile, out of line, and a small buffer: folded in the
     // same loop, GCC 12 kept 10 of the 12 AVX2 accumulators on the stack (prefill 0.8x).
     Q4DynGroupDots<kM>(xt + g * gp * P, wp + g * gp, ldw, gp, dots);
+    // The rows' group sums, once for the kM weight rows: 8·gs (symmetric) or float(gs).
     const auto gs0 = hn::LoadU(d32, gs + g * P), gs1 = hn::LoadU(d32, gs + g * P + NL);
+    const auto e0 = hn::ShiftLeft<3>(gs0), e1 = hn::ShiftLeft<3>(gs1);
+    const auto gf0 = hn::ConvertTo(df, gs0), gf1 = hn::ConvertTo(df, gs1);
     HWY_UNROLL(12)
     for (size_t m = 0; m < kM; ++m) {
       const auto vs = hn::Set(df, scales[m * lds + g]);
       float* f = facc + m * P;
       auto d0 = hn::Load(d32, dots + m * P), d1 = hn::Load(d32, dots + m * P + NL);
       if (offsets == nullptr) {
-        d0 = hn::Sub(d0, hn::ShiftLeft<3>(gs0));
-        d1 = hn::Sub(d1, hn::ShiftLeft<3>(gs1));
+        d0 = hn::Sub(d0, e0);
+        d1 = hn::Sub(d1, e1);
       }
       auto f0 = hn::MulAdd(hn::ConvertTo(df, d0), vs, hn::LoadU(df, f));
       auto f1 = hn::MulAdd(hn::ConvertTo(df, d1), vs, hn::LoadU(df, f + NL));
       if (offsets != nullptr) {
         const auto vo = hn::Set(df, offsets[m * lds + g]);
-        f0 = hn::MulAdd(hn::ConvertTo(df, gs0), vo, f0);
-        f1 = hn::MulAdd(hn::ConvertTo(df, gs1), vo, f1);
+        f0 = hn::MulAdd(gf0, vo, f0);
+        f1 = hn::MulAdd(gf1, vo, f1);
       }
       hn::StoreU(f0, df, f);
       hn::StoreU(f1, df, f + NL);

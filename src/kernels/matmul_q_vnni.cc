@@ -426,12 +426,15 @@ bool MatMulQ4DynColumnsVnni(const int8_t* xq, const float* xscale, const int32_t
     for (size_t g = 0; g < groups; ++g) gs4[(r / 4 * groups + g) * 4 + r % 4] = group_sums[r * groups + g];
   }
   if (rows < 4) {  // decode: 8 weight rows per tile, two independent accumulator chains
+    const auto run = [&](auto call, size_t r, size_t c) {
+      decltype(call)::Run(r, c, xp, xscale, gs4, group_sums, w, scales, offsets, bias, y, k, size_t(N), size_t(G));
+    };
     size_t c = size_t(n_begin);
     for (; c + 8 <= size_t(n_end); c += 8) {
-      for (size_t r = 0; r < rows; ++r) Q4Call<1, 8>::Run(r, c, xp, xscale, gs4, group_sums, w, scales, offsets, bias, y, k, size_t(N), size_t(G));
+      for (size_t r = 0; r < rows; ++r) run(Q4Call<1, 8>{}, r, c);
     }
     for (; c < size_t(n_end); ++c) {
-      for (size_t r = 0; r < rows; ++r) Q4Call<1, 1>::Run(r, c, xp, xscale, gs4, group_sums, w, scales, offsets, bias, y, k, size_t(N), size_t(G));
+      for (size_t r = 0; r < rows; ++r) run(Q4Call<1, 1>{}, r, c);
     }
     return true;
   }
