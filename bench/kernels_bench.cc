@@ -206,11 +206,37 @@ void BM_MatMulQ4G32(benchmark::State& state) {
   QuantCounters(state, double(N * K / 2 + N * K / 8));
 }
 
+// The body the dynamic products run, state.range(3), for side-by-side ratios in one run: 0 the
+// Highway body of the dispatched target, 1 AVX-512 VNNI, 2 AVX-VNNI (decode rows; the Highway AVX2
+// body from kAvxVnniMaxRows rows, as on an AVX-VNNI CPU), 3 the Highway AVX2 body. Restores the
+// default dispatch when it goes out of scope.
+class DynamicBody {
+ public:
+  explicit DynamicBody(benchmark::State& state) : body_(state.range(3)) {
+    using namespace slm::kernels;
+    if (body_ == 1 && !VnniAvailable()) error_ = "no AVX-512 VNNI";
+    if (body_ == 2 && !AvxVnniAvailable()) error_ = "no AVX-VNNI";
+    if ((body_ == 2 || body_ == 3) && !SelectSimdTarget("AVX2").ok()) error_ = "no AVX2";
+    SetVnniEnabledForTest(body_ == 1);
+    SetAvxVnniEnabledForTest(body_ == 2);
+  }
+  ~DynamicBody() {
+    (void)slm::kernels::SelectSimdTarget("best");
+  }
+  const char* error() const { return error_; }
+  const char* label() const {
+    return body_ == 1 ? "AVX-512 VNNI" : body_ == 2 ? "AVX-VNNI" : ActiveSimdTarget();
+  }
+
+ private:
+  int64_t body_;
+  const char* error_ = nullptr;
+};
+
 void BM_MatMulQ8Dyn(benchmark::State& state) {
   const int64_t R = state.range(0), K = state.range(1), N = state.range(2);
-  const bool vnni = state.range(3) != 0;  // 0: the Highway body, for a side-by-side ratio
-  if (vnni && !slm::kernels::VnniAvailable()) return state.SkipWithError("no AVX-512 VNNI");
-  slm::kernels::SetVnniEnabledForTest(vnni);
+  const DynamicBody body(state);
+  if (body.error()) return state.SkipWithError(body.error());
   const auto x = Random(size_t(R * K), 1), s = Random(size_t(N), 3);
   const auto w = RandomBytes(size_t(N * K), 2);
   std::vector<int8_t> xq(static_cast<size_t>(R * K));
@@ -220,16 +246,14 @@ void BM_MatMulQ8Dyn(benchmark::State& state) {
     slm::kernels::MatMulQ8DynColumns(xq.data(), xs.data(), reinterpret_cast<const int8_t*>(w.data()), s.data(), nullptr, y.data(), R, K, N, 0, N);
     benchmark::DoNotOptimize(y.data());
   }
-  slm::kernels::SetVnniEnabledForTest(true);
   QuantCounters(state, double(N * K));
-  if (vnni) state.SetLabel("AVX-512 VNNI");
+  state.SetLabel(body.label());
 }
 
 void BM_MatMulQ4DynG32(benchmark::State& state) {
   const int64_t R = state.range(0), K = state.range(1), N = state.range(2);
-  const bool vnni = state.range(3) != 0;  // 0: the Highway body, for a side-by-side ratio
-  if (vnni && !slm::kernels::VnniAvailable()) return state.SkipWithError("no AVX-512 VNNI");
-  slm::kernels::SetVnniEnabledForTest(vnni);
+  const DynamicBody body(state);
+  if (body.error()) return state.SkipWithError(body.error());
   const auto x = Random(size_t(R * K), 1), s = Random(size_t(N * K / 32), 3);
   const auto w = RandomBytes(size_t(N * K / 2), 2);
   std::vector<int8_t> xq(static_cast<size_t>(R * K));
@@ -240,18 +264,17 @@ void BM_MatMulQ4DynG32(benchmark::State& state) {
     slm::kernels::MatMulQ4DynColumns(xq.data(), xs.data(), gs.data(), w.data(), s.data(), nullptr, nullptr, y.data(), R, K, N, 32, 0, N);
     benchmark::DoNotOptimize(y.data());
   }
-  slm::kernels::SetVnniEnabledForTest(true);
   QuantCounters(state, double(N * K / 2 + N * K / 8));
-  if (vnni) state.SetLabel("AVX-512 VNNI");
+  state.SetLabel(body.label());
 }
 
 #define SLM_QUANT_SHAPES ->Args({1, 2048, 2048})->Args({1, 2048, 8192})->Args({1, 8192, 2048})->Args({1, 8192, 16384})->Args({32, 2048, 2048})->Args({128, 2048, 2048})->Unit(benchmark::kMicrosecond)
 BENCHMARK(BM_MatMulQ8) SLM_QUANT_SHAPES;
 BENCHMARK(BM_MatMulQ4G32) SLM_QUANT_SHAPES;
-#define SLM_DYN_SHAPES                                                                       \
-  ->ArgsProduct({{1}, {2048}, {2048, 8192}, {0, 1}})->Args({1, 8192, 16384, 1})                        \
-      ->ArgsProduct({{32, 128}, {2048}, {2048}, {0, 1}})->Args({128, 8192, 2048, 1})->Args({128, 2048, 8192, 1})                                           \
-      ->ArgNames({"R", "K", "N", "vnni"})->Unit(benchmark::kMicrosecond)
+#define SLM_DYN_SHAPES                                                                                              \
+  ->ArgsProduct({{1}, {2048}, {2048, 8192}, {0, 1, 2, 3}})->ArgsProduct({{1}, {8192}, {2048, 16384}, {1, 2, 3}})     \
+      ->ArgsProduct({{32, 128}, {2048}, {2048}, {0, 1}})->Args({128, 8192, 2048, 1})->Args({128, 2048, 8192, 1}) \
+      ->ArgNames({"R", "K", "N", "body"})->Unit(benchmark::kMicrosecond)
 BENCHMARK(BM_MatMulQ8Dyn) SLM_DYN_SHAPES;
 BENCHMARK(BM_MatMulQ4DynG32) SLM_DYN_SHAPES;
 

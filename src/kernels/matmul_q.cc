@@ -39,6 +39,7 @@ void MatMulQ8DynColumns(const int8_t* xq, const float* xscale, const int8_t* w,
                         const float* scales, const float* bias, float* y, int64_t R, int64_t K,
                         int64_t N, int64_t n_begin, int64_t n_end) {
   if (MatMulQ8DynColumnsVnni(xq, xscale, w, scales, bias, y, R, K, N, n_begin, n_end)) return;
+  if (MatMulQ8DynColumnsAvxVnni(xq, xscale, w, scales, bias, y, R, K, N, n_begin, n_end)) return;
   HWY_DYNAMIC_DISPATCH(MatMulQ8DynColumns)(xq, xscale, w, scales, bias, y, R, K, N, n_begin, n_end);
 }
 
@@ -46,7 +47,8 @@ void MatMulQ4DynColumns(const int8_t* xq, const float* xscale, const int32_t* gr
                         const uint8_t* w, const float* scales, const float* offsets,
                         const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G,
                         int64_t n_begin, int64_t n_end) {
-  if (MatMulQ4DynColumnsVnni(xq, xscale, group_sums, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end)) {
+  if (MatMulQ4DynColumnsVnni(xq, xscale, group_sums, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end) ||
+      MatMulQ4DynColumnsAvxVnni(xq, xscale, group_sums, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end)) {
     return;
   }
   HWY_DYNAMIC_DISPATCH(MatMulQ4DynColumns)(xq, xscale, group_sums, w, scales, offsets, bias, y, R,

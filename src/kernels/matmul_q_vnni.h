@@ -26,6 +26,25 @@ bool MatMulQ4DynColumnsVnni(const int8_t* xq, const float* xscale, const int32_t
                             const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G,
                             int64_t n_begin, int64_t n_end);
 
+// AVX-VNNI (256-bit vpdpbusd without AVX-512, matmul_q_avxvnni.cc): the dispatch's second
+// choice for decode, R < kAvxVnniMaxRows. Same contracts; false (nothing written) when the CPU
+// lacks AVX-VNNI, the AVX-512 VNNI bodies are in use, SLM_DISABLE_VNNI or SLM_DISABLE_AVX_VNNI is
+// set, R is too large, K is not a multiple of 32 (Q8) / 64 (Q4), or G is neither 32 nor a
+// multiple of 64.
+constexpr int64_t kAvxVnniMaxRows = 4;
+bool AvxVnniAvailable();
+// Tests and `--simd-target`: false routes the dispatch past the AVX-VNNI bodies.
+void SetAvxVnniEnabledForTest(bool enabled);
+// Roofline probe: as VnniDotLoop with 256-bit vpdpbusd; 0 when AVX-VNNI is not available.
+double AvxVnniDotLoop(int64_t iters, int32_t* sink);
+bool MatMulQ8DynColumnsAvxVnni(const int8_t* xq, const float* xscale, const int8_t* w,
+                               const float* scales, const float* bias, float* y, int64_t R, int64_t K,
+                               int64_t N, int64_t n_begin, int64_t n_end);
+bool MatMulQ4DynColumnsAvxVnni(const int8_t* xq, const float* xscale, const int32_t* group_sums,
+                               const uint8_t* w, const float* scales, const float* offsets,
+                               const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G,
+                               int64_t n_begin, int64_t n_end);
+
 // Prefill-shaped products (R >= kVnniPanelRows) go to the panel GEMMs of
 // matmul_q_vnni_panel.cc: same contracts, called by the two functions above once they have
 // checked VNNI, K % 64 == 0 and the group (G % 32 == 0). Q8 also takes xsum [R] = Σ_k xq[r, k],

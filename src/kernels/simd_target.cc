@@ -47,13 +47,17 @@ Status SelectSimdTarget(std::string_view name) {
   if (want == "BEST") {
     ForceSimdTargetForTest(0);
     SetVnniEnabledForTest(true);
+    SetAvxVnniEnabledForTest(true);
     return Status::Ok();
   }
   std::string supported;
   for (int64_t target : SupportedSimdTargets()) {
     if (want == hwy::TargetName(target)) {
       ForceSimdTargetForTest(target);
+      // The intrinsics bodies a CPU of that class would run: AVX-512 VNNI with AVX3, AVX-VNNI
+      // (Alder Lake and later client cores) with AVX2; neither below.
       SetVnniEnabledForTest(target == HWY_AVX3 || target == HWY_AVX3_DL);
+      SetAvxVnniEnabledForTest(target == HWY_AVX2);
       return Status::Ok();
     }
     supported += std::string(supported.empty() ? "" : ", ") + hwy::TargetName(target);

@@ -233,8 +233,11 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
   BenchResult r;
   r.artifact = path;
   r.threads = ThreadPool::Default().size();
-  // "AVX3+VNNI" when the AVX-512 VNNI intrinsic bodies run beside the Highway target's code.
-  r.simd_target = std::string(kernels::ActiveSimdTarget()) + (kernels::VnniAvailable() ? "+VNNI" : "");
+  // "AVX3+VNNI" when the AVX-512 VNNI intrinsic bodies run beside the Highway target's code,
+  // "AVX2+AVX-VNNI" when the AVX-VNNI decode bodies do.
+  r.simd_target = std::string(kernels::ActiveSimdTarget()) + (kernels::VnniAvailable()      ? "+VNNI"
+                                                              : kernels::AvxVnniAvailable() ? "+AVX-VNNI"
+                                                                                            : "");
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) r.artifact_bytes = uint64_t(st.st_size);
 
@@ -375,7 +378,9 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
       fractions.push_back(rates[rep] * bytes_per_token / around);
     }
     r.decode_fraction_of_paired_bound = SpreadOf(fractions).median;
-    r.int8_peak_instruction = kernels::VnniAvailable() ? "vpdpbusd" : "int16 multiply-add";
+    r.int8_peak_instruction = kernels::VnniAvailable()      ? "vpdpbusd"
+                              : kernels::AvxVnniAvailable() ? "vpdpbusd (256-bit, AVX-VNNI)"
+                                                            : "int16 multiply-add";
   }
   return r;
 }

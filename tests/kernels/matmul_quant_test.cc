@@ -26,15 +26,17 @@ namespace {
 using testing::AllNear;
 using testing::RandomFloats;
 
-// The Highway bodies on every target; the VNNI bodies have their own tests below.
+// The Highway bodies on every target; the VNNI and AVX-VNNI bodies have their own tests below.
 class QuantMatMulTest : public testing::PerTargetTest {
  protected:
   void SetUp() override {
     testing::PerTargetTest::SetUp();
     SetVnniEnabledForTest(false);
+    SetAvxVnniEnabledForTest(false);
   }
   void TearDown() override {
     SetVnniEnabledForTest(true);
+    SetAvxVnniEnabledForTest(true);
     testing::PerTargetTest::TearDown();
   }
 };
@@ -406,6 +408,93 @@ TEST_F(VnniMatMulTest, ShapesItCannotTakeFallBackToHighway) {
   ASSERT_TRUE(Q8Matches(3, 96, 5, true, true));
   ASSERT_TRUE(Q4Matches(3, 96, 5, 32, false, true, true));
   ASSERT_TRUE(Q4Matches(3, 384, 5, 192, true, true, true));
+}
+
+// The AVX-VNNI decode bodies (R < kAvxVnniMaxRows on a CPU with AVX-VNNI, as the dispatch takes
+// them once AVX-512 VNNI is out of the way) with the Highway AVX2 target for everything else, as
+// on an AVX-VNNI CPU without AVX-512.
+class AvxVnniMatMulTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!AvxVnniAvailable()) GTEST_SKIP() << "no AVX-VNNI on this CPU / build";
+    ASSERT_TRUE(SelectSimdTarget("AVX2").ok());
+  }
+  void TearDown() override { ASSERT_TRUE(SelectSimdTarget("best").ok()); }
+};
+
+TEST_F(AvxVnniMatMulTest, Int8DynamicActivationMatchesReferenceOnAwkwardShapes) {
+  int8_t xq[32] = {};
+  float xs = 0, y = 0, sc = 1;
+  int8_t w[32] = {};
+  ASSERT_TRUE(MatMulQ8DynColumnsAvxVnni(xq, &xs, w, &sc, nullptr, &y, 1, 32, 1, 0, 1)) << "dispatch would not take AVX-VNNI";
+  for (int64_t R : {1, 2, 3}) {
+    for (int64_t K : {32, 64, 96, 1024, 2080}) {
+      for (int64_t N : {1, 3, 4, 5, 9, 33}) ASSERT_TRUE(Q8Matches(R, K, N, (R + N) % 2 == 0, true));
+    }
+  }
+}
+
+TEST_F(AvxVnniMatMulTest, Int4DynamicActivationMatchesReferenceForEveryGroupSize) {
+  // N: the 8-, 4- and 1-row tiles and their mixes; G = 256: a group over 4 steps of 64 k.
+  for (int64_t G : {32, 64, 128, 256}) {
+    for (int64_t R : {1, 2, 3}) {
+      for (int64_t K : {64, 128, 192, 1024, 1088}) {
+        if (K % G != 0) continue;
+        for (int64_t N : {1, 3, 4, 5, 8, 9, 13, 33}) {
+          ASSERT_TRUE(Q4Matches(R, K, N, G, (R + N) % 2 == 1, (R + K / 64 + N) % 2 == 0, true));
+        }
+      }
+    }
+  }
+}
+
+// Prefill (the Highway AVX2 tiles and int16 panel) and decode (AVX-VNNI) give every row the same
+// bits: the next layer re-quantizes its input, so a rounding difference would flip int8 codes.
+TEST_F(AvxVnniMatMulTest, PrefillRowsEqualTheOneRowPathBitForBit) {
+  for (int64_t R : {4, 5, 8, 16, 17, 33}) {
+    for (int64_t K : {32, 64, 192, 1024}) {
+      for (int64_t N : {1, 6, 13}) ASSERT_TRUE(RowsEqualTheOneRowPath(false, R, K, N, 1, false, N != 6));
+    }
+    for (int64_t G : {32, 64, 128, 256}) {
+      for (int64_t K : {64, 192, 512, 1088}) {
+        if (K % G != 0) continue;
+        for (int64_t N : {1, 6, 13}) ASSERT_TRUE(RowsEqualTheOneRowPath(true, R, K, N, G, (R + N) % 2 == 1, N != 6));
+      }
+    }
+  }
+}
+
+TEST_F(AvxVnniMatMulTest, ShapesItCannotTakeFallBackToHighway) {
+  std::vector<int8_t> xq(4 * 96, 1), w(96, 1);
+  std::vector<uint8_t> w4(48, 0x11);
+  float xs[4] = {1, 1, 1, 1}, sc = 1, y[4] = {};
+  int32_t gs[12] = {};
+  EXPECT_FALSE(MatMulQ8DynColumnsAvxVnni(xq.data(), xs, w.data(), &sc, nullptr, y, 1, 48, 1, 0, 1));   // K % 32
+  EXPECT_FALSE(MatMulQ8DynColumnsAvxVnni(xq.data(), xs, w.data(), &sc, nullptr, y, 4, 64, 1, 0, 1));   // 4 rows
+  EXPECT_FALSE(MatMulQ4DynColumnsAvxVnni(xq.data(), xs, gs, w4.data(), &sc, nullptr, nullptr, y, 1, 96, 1, 32, 0, 1));  // K % 64
+  EXPECT_FALSE(MatMulQ4DynColumnsAvxVnni(xq.data(), xs, gs, w4.data(), &sc, nullptr, nullptr, y, 4, 64, 1, 32, 0, 1));  // 4 rows
+  std::vector<int8_t> xq192(192, 1);
+  std::vector<uint8_t> w192(96, 0x11);
+  EXPECT_FALSE(MatMulQ4DynColumnsAvxVnni(xq192.data(), xs, gs, w192.data(), &sc, nullptr, nullptr, y, 1, 192, 1, 96, 0, 1));  // G = 96
+  ASSERT_TRUE(Q8Matches(3, 48, 5, true, true));
+  ASSERT_TRUE(Q4Matches(3, 96, 5, 32, false, true, true));
+  ASSERT_TRUE(Q4Matches(2, 192, 5, 96, true, true, true));
+}
+
+TEST_F(AvxVnniMatMulTest, ColumnRangeWritesOnlyItsColumns) {
+  const int64_t K = 128, N = 13, G = 32;
+  std::vector<int8_t> xq(size_t(K), 3);
+  std::vector<int32_t> gs(size_t(K / G), 3 * G);
+  const float xs = 0.5f;
+  const Q4Weights q4 = RandomQ4(N, K, G, 5);
+  const Q8Weights q8 = RandomQ8(N, K, 6);
+  std::vector<float> y(size_t(N), -7.0f);
+  ASSERT_TRUE(MatMulQ4DynColumnsAvxVnni(xq.data(), &xs, gs.data(), q4.w.data(), q4.scales.data(), nullptr, nullptr,
+                                        y.data(), 1, K, N, G, 3, 12));
+  for (int64_t n = 0; n < N; ++n) EXPECT_EQ(y[size_t(n)] == -7.0f, n < 3 || n >= 12) << "Q4 column " << n;
+  std::fill(y.begin(), y.end(), -7.0f);
+  ASSERT_TRUE(MatMulQ8DynColumnsAvxVnni(xq.data(), &xs, q8.w.data(), q8.scales.data(), nullptr, y.data(), 1, K, N, 2, 11));
+  for (int64_t n = 0; n < N; ++n) EXPECT_EQ(y[size_t(n)] == -7.0f, n < 2 || n >= 11) << "Q8 column " << n;
 }
 
 // The AVX-512 VNNI body of the weight-only int4 decode product (taken by the dispatch for R < 4

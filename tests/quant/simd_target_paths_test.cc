@@ -2,8 +2,9 @@
 // against its scalar reference; here the artifacts run end to end as they would on an older or
 // smaller x86 CPU: each Highway target this build compiled and the CPU supports (here AVX3, AVX2,
 // SSE4, SSSE3 and SCALAR) with the AVX-512 VNNI intrinsic bodies switched off ("AVX2 without
-// VNNI" is a plain AVX2 machine), and their logits are compared with those of the best path (the
-// default dispatch).
+// VNNI" is a plain AVX2 machine), and for the dynamic-activation schemes also AVX2 with the
+// AVX-VNNI decode bodies (an Alder Lake class CPU, where the CPU has AVX-VNNI); their logits are
+// compared with those of the best path (the default dispatch).
 // Every scheme and cache type that has target-specific kernels: f32, int8, int4 (symmetric and
 // asymmetric groups), 8da4w, 8da8w, the int8 KV cache; prefill chunks of 32 rows so the panel
 // GEMMs run as well as the decode tiles. And on every such path the contract's conformance
@@ -98,19 +99,45 @@ struct DefaultDispatch {
   ~DefaultDispatch() {
     kernels::ForceSimdTargetForTest(0);
     kernels::SetVnniEnabledForTest(true);
+    kernels::SetAvxVnniEnabledForTest(true);
   }
 };
 
+// One kernel path besides the default: a Highway target with the AVX-512 VNNI bodies off, and
+// the AVX-VNNI decode bodies on or off (on only with AVX2: an Alder Lake class CPU).
+struct KernelPath {
+  int64_t target;
+  bool avx_vnni;
+  std::string Name() const { return std::string(hwy::TargetName(target)) + (avx_vnni ? " with AVX-VNNI" : " without VNNI"); }
+  void Select() const {
+    kernels::ForceSimdTargetForTest(target);
+    kernels::SetVnniEnabledForTest(false);
+    kernels::SetAvxVnniEnabledForTest(avx_vnni);
+  }
+};
+
+// Every target this CPU supports without VNNI, and AVX2 with AVX-VNNI where the CPU has it and the
+// scheme reaches those bodies (the dynamic-activation ones). Call before forcing any target.
+std::vector<KernelPath> PathsBesidesTheDefault(const std::string& scheme) {
+  std::vector<KernelPath> paths;
+  const bool avx_vnni = kernels::AvxVnniAvailable() && scheme.rfind("8da", 0) == 0;
+  for (int64_t t : kernels::SupportedSimdTargets()) {
+    if (avx_vnni && t == HWY_AVX2) paths.push_back({t, true});
+    paths.push_back({t, false});
+  }
+  return paths;
+}
+
 class SimdTargetPaths : public ::testing::TestWithParam<PathCase> {};
 
-TEST_P(SimdTargetPaths, EveryTargetWithoutVnniGivesTheBestPathsLogitsAndTokens) {
+TEST_P(SimdTargetPaths, EveryOtherKernelPathGivesTheBestPathsLogitsAndTokens) {
   const PathCase& c = GetParam();
   const std::string path = Artifact(c, {32}, 96);
   ASSERT_FALSE(path.empty());
   std::vector<int32_t> prompt = {1};
   for (int i = 0; i < 40; ++i) prompt.push_back(3 + (i * 37) % 500);
 
-  const auto& targets = kernels::SupportedSimdTargets();  // pinned before any target is forced
+  const std::vector<KernelPath> paths = PathsBesidesTheDefault(c.scheme);
   DefaultDispatch restore;
   const PathOutputs best = RunPath(path, prompt);
   ASSERT_EQ(best.decode_logits.size(), prompt.size() * best.prefill_last.size());
@@ -131,10 +158,10 @@ TEST_P(SimdTargetPaths, EveryTargetWithoutVnniGivesTheBestPathsLogitsAndTokens) 
   // looser one: a flipped K/V code between the two orders is expected there too).
   const float own_tolerance = peak * (c.kv == model::KvCacheDType::kInt8 ? conformance.int8_cache_logit_tolerance
                                                                           : conformance.logit_tolerance);
-  for (int64_t target : targets) {
-    kernels::ForceSimdTargetForTest(target);
-    kernels::SetVnniEnabledForTest(false);
-    const char* name = hwy::TargetName(target);
+  for (const KernelPath& p : paths) {
+    p.Select();
+    const std::string path_name = p.Name();
+    const char* name = path_name.c_str();
     const PathOutputs got = RunPath(path, prompt);
     ASSERT_EQ(got.decode_logits.size(), best.decode_logits.size()) << name;
     const float decode_diff = MaxAbsDiff(best.decode_logits.data(), got.decode_logits.data(), best.decode_logits.size());
@@ -142,7 +169,7 @@ TEST_P(SimdTargetPaths, EveryTargetWithoutVnniGivesTheBestPathsLogitsAndTokens) 
     const double decode_sqnr = quant::SqnrDb(best.decode_logits.data(), got.decode_logits.data(), best.decode_logits.size());
     // Within the path, the contract's conformance: chunked prefill = the one-token path.
     const float own_diff = MaxAbsDiff(got.decode_logits.data() + (prompt.size() - 1) * vocab, got.prefill_last.data(), vocab);
-    std::printf("[ PATHS ] %s %s kv %s, %s without VNNI: decode max diff %.2e (SQNR %.1f dB), prefill %.2e, "
+    std::printf("[ PATHS ] %s %s kv %s, %s: decode max diff %.2e (SQNR %.1f dB), prefill %.2e, "
                 "own prefill vs decode %.2e (peak %.1f)\n", c.model.c_str(), c.scheme.c_str(),
                 model::KvCacheDTypeName(c.kv), name, decode_diff, decode_sqnr, prefill_diff, own_diff, peak);
     if (rounds_at_run_time) {
@@ -177,20 +204,19 @@ INSTANTIATE_TEST_SUITE_P(Models, SimdTargetPaths, ::testing::ValuesIn(AllPathCas
 
 // The conformance suite (every chunk size, tail policy, near-context tail, fork, snapshot...
 // against the one-token path) on the default path (with the AVX-512 VNNI bodies where the CPU
-// has them) and on each target without VNNI, with steps on both sides of every target's panel
-// threshold (8 rows on SSE4, 16 on AVX2, 32 on AVX3 and for the VNNI panels).
+// has them) and on each other kernel path (PathsBesidesTheDefault), with steps on both sides of
+// every target's panel threshold (8 rows on SSE4, 16 on AVX2, 32 on AVX3 and for the VNNI panels).
+// On AVX2 with AVX-VNNI, decode runs the AVX-VNNI bodies and prefill chunks the Highway ones.
 class SimdTargetConformance : public ::testing::TestWithParam<PathCase> {};
 
-TEST_P(SimdTargetConformance, PassesOnTheDefaultPathAndEveryTargetWithoutVnni) {
+TEST_P(SimdTargetConformance, PassesOnTheDefaultPathAndEveryOtherKernelPath) {
   const PathCase& c = GetParam();
   const std::string path = Artifact(c, {4, 16, 32}, 48);
   ASSERT_FALSE(path.empty());
-  std::vector<int64_t> targets = {0};  // 0: the default dispatch
-  for (int64_t t : kernels::SupportedSimdTargets()) targets.push_back(t);
+  const std::vector<KernelPath> paths = PathsBesidesTheDefault(c.scheme);
   DefaultDispatch restore;
-  for (int64_t target : targets) {
-    kernels::ForceSimdTargetForTest(target);
-    kernels::SetVnniEnabledForTest(target == 0);
+  for (size_t i = 0; i <= paths.size(); ++i) {  // 0: the default dispatch, then each path
+    if (i > 0) paths[i - 1].Select();
     auto report = llm::RunConformance(path);
     ASSERT_TRUE(report.ok()) << report.status().ToString();
     float scaled = 0, absolute = 0;
@@ -198,7 +224,7 @@ TEST_P(SimdTargetConformance, PassesOnTheDefaultPathAndEveryTargetWithoutVnni) {
       scaled = std::max(scaled, k.max_scaled_logit_diff);
       absolute = std::max(absolute, k.max_logit_diff);
     }
-    const std::string name = target == 0 ? "default dispatch" : std::string(hwy::TargetName(target)) + " without VNNI";
+    const std::string name = i == 0 ? "default dispatch" : paths[i - 1].Name();
     std::printf("[ CONFORMANCE ] %s %s kv %s, %s: %lld cases, max |dlogit| %.2e, of the largest logit %.2e\n",
                 c.model.c_str(), c.scheme.c_str(), model::KvCacheDTypeName(c.kv), name.c_str(),
                 static_cast<long long>(report->cases.size()), absolute, scaled);

@@ -1,0 +1,379 @@
+// AVX-VNNI bodies of the dynamic-activation quantized products (8da8w, 8da4w) for decode: the
+// 256-bit, VEX-encoded vpdpbusd of CPUs that have it without AVX-512 (Intel Alder Lake and later
+// client cores; also AMD Zen 4/5, which take the AVX-512 VNNI bodies). The dispatch takes them
+// when the CPU has AVX-VNNI and AVX-512 VNNI is not in use (where it is, shapes it rejects go to
+// Highway, so prefill and decode stay in one family), for R < kAvxVnniMaxRows rows of x; prefill
+// chunks stay on the Highway tiles and int16 panel, which form every output in the same order
+// (quant_kernels.h), so the two give the same bits (tested bit for bit).
+//
+// Why: without an int8 dot instruction the Highway AVX2 bodies widen both operands to int16 and
+// use vpmaddwd: per 32 products two widenings, two multiply-adds and two adds; vpdpbusd does 32
+// u8×s8 products summed into 8 int32 lanes in one instruction. Written with intrinsics in a
+// function-level target for the reason given in matmul_q_vnni.cc (no such op in Highway 1.0.3).
+//
+// The two products follow the AVX-512 VNNI tiles of matmul_q_vnni.cc at half the width:
+//  - Q8: w + 128 (unsigned) times xq (signed), minus 128·Σxq per row; exact; the output
+//    float(dot)·x_scale·w_scale + bias, unfused, as the Highway bodies form it.
+//  - Q4: the nibbles (0..15) unsigned, xq signed. A 32-byte load is 64 k: two 32-k blocks, block
+//    b's byte j = q[32b + j] | q[32b + 16 + j] << 4. int32 lane i covers bytes 4i..4i+3 of block
+//    i/4, whose low nibbles are q[32b + 4(i%4) + 0..3] and high nibbles q[32b + 16 + 4(i%4) + 0..3];
+//    so xq is permuted per 64 k into its "low" bytes (k 0-15, 32-47) then its "high" bytes
+//    (16-31, 48-63), and one vpdpbusd of the low nibbles plus one of the high nibbles put 8
+//    products of one block into each lane. The lanes are reduced to per-block sums for 4 outputs
+//    at once, combined into group dots and folded in group order (the 8da4w order of
+//    quant_kernels.h: acc = fma(float(dot_g), scale_g, acc), dot_g of q − 8 for symmetric groups,
+//    + fma(float(Σ_g xq), offset_g) for asymmetric ones; y = fma(acc, x_scale, bias or 0)).
+#include <atomic>
+#include <type_traits>
+
+#include "kernels/decode_prefetch.h"
+#include "kernels/matmul_q_vnni.h"
+#include "kernels/vnni_intrinsics.h"
+
+#if SLM_HAVE_VNNI_KERNELS
+#include <cpuid.h>
+#endif
+
+namespace slm::kernels {
+
+namespace {
+std::atomic<bool> avx_vnni_enabled_for_test{true};
+}  // namespace
+
+bool AvxVnniAvailable() {
+#if SLM_HAVE_VNNI_KERNELS
+  static const bool available = [] {
+    if (vnni::DisabledByEnvironment("SLM_DISABLE_VNNI") || vnni::DisabledByEnvironment("SLM_DISABLE_AVX_VNNI")) {
+      return false;
+    }
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return false;
+    // GCC 12's __builtin_cpu_supports does not know "avxvnni": CPUID leaf 7, subleaf 1, EAX bit 4.
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) != 0 && (eax >> 4 & 1) != 0;
+  }();
+  return available && avx_vnni_enabled_for_test.load(std::memory_order_relaxed);
+#else
+  return false;
+#endif
+}
+
+void SetAvxVnniEnabledForTest(bool enabled) { avx_vnni_enabled_for_test.store(enabled); }
+
+#if SLM_HAVE_VNNI_KERNELS
+
+#define SLM_AVXVNNI_TARGET __attribute__((target("avx2,fma,avxvnni")))
+
+namespace {
+
+using vnni::ThreadScratch;
+
+SLM_AVXVNNI_TARGET inline __m256i Dpbusd(__m256i acc, __m256i a, __m256i b) {
+  return _mm256_dpbusd_avx_epi32(acc, a, b);
+}
+
+SLM_AVXVNNI_TARGET inline int32_t ReduceAdd(__m256i v) {
+  __m128i q = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(1, 0, 3, 2)));
+  q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(q);
+}
+
+// ---- Q8 × dynamic int8 ----
+
+// xsum[r] = Σ_k xq[r, k]: the correction for the weights' +128 bias.
+SLM_AVXVNNI_TARGET void RowSums(const int8_t* xq, int32_t* xsum, size_t R, size_t K) {
+  const __m256i ones = _mm256_set1_epi8(1);
+  for (size_t r = 0; r < R; ++r) {
+    __m256i acc = _mm256_setzero_si256();
+    for (size_t k = 0; k < K; k += 32) {
+      acc = Dpbusd(acc, ones, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + r * K + k)));
+    }
+    xsum[r] = ReduceAdd(acc);
+  }
+}
+
+// One row of xq × kN weight rows; K % 32 == 0. Each weight row prefetches what the next tile (or,
+// along long rows, its own row 1 KB on) will read (decode_prefetch.h).
+template <int kN>
+SLM_AVXVNNI_TARGET inline void Q8Tile(const int8_t* xq, float xscale, int32_t xsum, const int8_t* w,
+                                      const float* scales, const float* bias, float* y, size_t K) {
+  __m256i acc[kN];
+  const __m256i flip = _mm256_set1_epi8(int8_t(0x80));
+  #pragma GCC unroll 8
+  for (int c = 0; c < kN; ++c) acc[c] = _mm256_setzero_si256();
+  for (size_t k = 0; k < K; k += 32) {
+    const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + k));
+    #pragma GCC unroll 8
+    for (int c = 0; c < kN; ++c) {
+      if (k % 64 == 0) _mm_prefetch(static_cast<const char*>(DecodePrefetchAddress(w + c * K + k, k, K, kN)), _MM_HINT_T0);
+      const __m256i wv = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + c * K + k)), flip);
+      acc[c] = Dpbusd(acc[c], wv, xv);
+    }
+  }
+  #pragma GCC unroll 8
+  for (int c = 0; c < kN; ++c) {
+    // float(dot) · x_scale · w_scale, then + bias, unfused: the Highway tiles and int16 panel,
+    // which run the prefill products on these CPUs, form their outputs that way (Q8DynOutput).
+    float v = float(ReduceAdd(acc[c]) - 128 * xsum) * xscale * scales[c];
+    __asm__("" : "+x"(v));  // keeps GCC from contracting the add below into an FMA
+    y[c] = bias ? v + bias[c] : v;
+  }
+}
+
+// ---- Q4 × dynamic int8 ----
+
+// out = each row of xq [R, K] in the order of the Q4 tile's nibble loads: per 64 k, the 32 "low"
+// bytes (k 0-15, 32-47) then the 32 "high" bytes (16-31, 48-63). K % 64 == 0.
+SLM_AVXVNNI_TARGET void PermuteForQ4Steps(const int8_t* xq, int8_t* out, size_t R, size_t K) {
+  for (size_t i = 0; i < R * K; i += 64) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + i));       // pieces 0, 1
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + i + 32));  // pieces 2, 3
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_permute2x128_si256(a, b, 0x20));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i + 32), _mm256_permute2x128_si256(a, b, 0x31));
+  }
+}
+
+// Per 128-bit half b of the four vectors: [Σ v0, Σ v1, Σ v2, Σ v3] over the half's 4 lanes.
+SLM_AVXVNNI_TARGET inline __m256i BlockSums4(__m256i v0, __m256i v1, __m256i v2, __m256i v3) {
+  const __m256i a01 = _mm256_add_epi32(_mm256_unpacklo_epi32(v0, v1), _mm256_unpackhi_epi32(v0, v1));
+  const __m256i a23 = _mm256_add_epi32(_mm256_unpacklo_epi32(v2, v3), _mm256_unpackhi_epi32(v2, v3));
+  return _mm256_add_epi32(_mm256_unpacklo_epi64(a01, a23), _mm256_unpackhi_epi64(a01, a23));
+}
+
+// The group sizes the Q4 tile folds: 32 (two groups per 64-k step), 64 (one per step) or a
+// multiple of 64 (one per G / 64 steps). A template parameter, so each tile's loop has one path.
+enum class Q4Groups { k32, k64, kMulti };
+
+// One row of xq (permuted by PermuteForQ4Steps) × kN weight rows (8, 4 or 1); K % 64 == 0;
+// group_sums: the row's [K / G] Σxq per group. The outputs form sets of 4 (lane j = weight row
+// 4s + j; a single weight row is a set with lanes 1-3 zero), each with one f32 accumulator vector:
+// the two sets of 8 weight rows are two independent FMA chains. Per 64-byte line of each weight row
+// (two steps of 64 k) one prefetch of the next tile's line (kN rows on, as every decode tile) and,
+// over the first lines, of the next tile's scales.
+template <int kN, Q4Groups kG, bool kAsym>
+SLM_AVXVNNI_TARGET inline void Q4Tile(const int8_t* xp, float xscale, const int32_t* group_sums,
+                                      const uint8_t* w, const float* scales, const float* offsets,
+                                      const float* bias, float* y, size_t K, size_t G) {
+  static_assert(kN == 8 || kN == 4 || kN == 1, "8, 4 or 1 weight rows");
+  constexpr int kSets = (kN + 3) / 4;
+  constexpr int kSetCols = kN < 4 ? kN : 4;
+  const size_t groups = K / G, row_bytes = K / 2, steps = K / 64, scale_lines = (groups + 15) / 16;
+  const size_t steps_per_group = kG == Q4Groups::kMulti ? G / 64 : 1;
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  __m128 acc[kSets];
+  __m128i pending[kSets];  // kMulti: the current group's dots over its steps
+  #pragma GCC unroll 2
+  for (int s = 0; s < kSets; ++s) {
+    acc[s] = _mm_setzero_ps();
+    pending[s] = _mm_setzero_si128();
+  }
+  // Lane j: v[(4s + j) · groups + g] for the set's weight rows (0 past kSetCols).
+  const auto by_row = [&](const float* v, int s, size_t g) SLM_AVXVNNI_TARGET __attribute__((always_inline)) {
+    if constexpr (kSetCols == 4) {
+      const float* p = v + 4 * s * groups + g;
+      return _mm_setr_ps(p[0], p[groups], p[2 * groups], p[3 * groups]);
+    } else {
+      return _mm_setr_ps(v[g], 0.0f, 0.0f, 0.0f);
+    }
+  };
+  // acc[s] (+)= group g's dots d (lane per weight row of set s), in the 8da4w order.
+  const auto fold = [&](int s, size_t g, __m128i d) SLM_AVXVNNI_TARGET __attribute__((always_inline)) {
+    const __m128i gs = _mm_set1_epi32(group_sums[g]);
+    const __m128 scale = by_row(scales, s, g);
+    if constexpr (!kAsym) {
+      acc[s] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_sub_epi32(d, _mm_slli_epi32(gs, 3))), scale, acc[s]);
+    } else {
+      acc[s] = _mm_fmadd_ps(_mm_cvtepi32_ps(gs), by_row(offsets, s, g), _mm_fmadd_ps(_mm_cvtepi32_ps(d), scale, acc[s]));
+    }
+  };
+  // G = 32, 4 weight rows: the step's two groups g, g + 1 at once — per row the two scales in one
+  // 8-byte load, transposed to [rows at g] and [rows at g + 1] (not gathered a float at a time);
+  // folded in order g, then g + 1.
+  const auto fold_step_g32 = [&](int s, size_t t, __m256i M, __m256i gs) SLM_AVXVNNI_TARGET __attribute__((always_inline)) {
+    const size_t g = 2 * t;
+    const auto pairs = [&](const float* v, __m128* at_g, __m128* at_g1) SLM_AVXVNNI_TARGET __attribute__((always_inline)) {
+      const float* p = v + 4 * s * groups + g;
+      const auto two = [](const float* q) { return _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q))); };
+      const __m128 r01 = _mm_unpacklo_ps(two(p), two(p + groups));  // [r0 g, r1 g, r0 g+1, r1 g+1]
+      const __m128 r23 = _mm_unpacklo_ps(two(p + 2 * groups), two(p + 3 * groups));
+      *at_g = _mm_movelh_ps(r01, r23);
+      *at_g1 = _mm_movehl_ps(r23, r01);
+    };
+    __m128 s0, s1;
+    pairs(scales, &s0, &s1);
+    if constexpr (!kAsym) {
+      const __m256 D = _mm256_cvtepi32_ps(_mm256_sub_epi32(M, _mm256_slli_epi32(gs, 3)));
+      acc[s] = _mm_fmadd_ps(_mm256_castps256_ps128(D), s0, acc[s]);
+      acc[s] = _mm_fmadd_ps(_mm256_extractf128_ps(D, 1), s1, acc[s]);
+    } else {
+      __m128 o0, o1;
+      pairs(offsets, &o0, &o1);
+      const __m256 D = _mm256_cvtepi32_ps(M), GS = _mm256_cvtepi32_ps(gs);
+      acc[s] = _mm_fmadd_ps(_mm256_castps256_ps128(GS), o0, _mm_fmadd_ps(_mm256_castps256_ps128(D), s0, acc[s]));
+      acc[s] = _mm_fmadd_ps(_mm256_extractf128_ps(GS, 1), o1, _mm_fmadd_ps(_mm256_extractf128_ps(D, 1), s1, acc[s]));
+    }
+  };
+  // One 64-k step: the dots of every weight row, per set reduced to block sums and folded.
+  size_t into_group = 0;  // kMulti: steps of the current group done
+  const auto step = [&](size_t t) SLM_AVXVNNI_TARGET __attribute__((always_inline)) {
+    const __m256i xl = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp + 64 * t));
+    const __m256i xh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp + 64 * t + 32));
+    const bool group_ends = kG == Q4Groups::kMulti && ++into_group == steps_per_group;
+    if (group_ends) into_group = 0;
+    __m256i gs_pair = _mm256_setzero_si256();  // G = 32: [Σxq of group 2t ×4, of 2t + 1 ×4]
+    if constexpr (kG == Q4Groups::k32 && kSetCols == 4) {
+      gs_pair = _mm256_permutevar8x32_epi32(
+          _mm256_castsi128_si256(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(group_sums + 2 * t))),
+          _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
+    }
+    #pragma GCC unroll 2
+    for (int s = 0; s < kSets; ++s) {
+      __m256i dots[4];
+      #pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) {
+        if (j >= kSetCols) {
+          dots[j] = _mm256_setzero_si256();
+          continue;
+        }
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + (4 * s + j) * row_bytes + 32 * t));
+        const __m256i lo = _mm256_and_si256(v, nibble), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+        dots[j] = Dpbusd(Dpbusd(_mm256_setzero_si256(), lo, xl), hi, xh);
+      }
+      const __m256i M = BlockSums4(dots[0], dots[1], dots[2], dots[3]);  // half b: block 2t + b
+      const __m128i b0 = _mm256_castsi256_si128(M), b1 = _mm256_extracti128_si256(M, 1);
+      if constexpr (kG == Q4Groups::k32 && kSetCols == 4) {
+        fold_step_g32(s, t, M, gs_pair);
+      } else if constexpr (kG == Q4Groups::k32) {
+        fold(s, 2 * t, b0);
+        fold(s, 2 * t + 1, b1);
+      } else if constexpr (kG == Q4Groups::k64) {
+        fold(s, t, _mm_add_epi32(b0, b1));
+      } else {
+        pending[s] = _mm_add_epi32(pending[s], _mm_add_epi32(b0, b1));
+        if (group_ends) {
+          fold(s, (t + 1) / steps_per_group - 1, pending[s]);
+          pending[s] = _mm_setzero_si128();
+        }
+      }
+    }
+  };
+  size_t t = 0;
+  for (size_t line = 0; t + 2 <= steps; t += 2, ++line) {
+    #pragma GCC unroll 8
+    for (int n = 0; n < kN; ++n) {
+      _mm_prefetch(reinterpret_cast<const char*>(w + (n + kN) * row_bytes + 32 * t), _MM_HINT_T0);
+      if (line < scale_lines) {
+        _mm_prefetch(reinterpret_cast<const char*>(scales + (n + kN) * groups + 16 * line), _MM_HINT_T0);
+        if constexpr (kAsym) _mm_prefetch(reinterpret_cast<const char*>(offsets + (n + kN) * groups + 16 * line), _MM_HINT_T0);
+      }
+    }
+    step(t);
+    step(t + 1);
+  }
+  if (t < steps) step(t);  // K % 128 == 64: the last half line
+  #pragma GCC unroll 2
+  for (int s = 0; s < kSets; ++s) {
+    alignas(16) float out[4];
+    const auto at = [&](int j) { return bias != nullptr && j < kSetCols ? bias[4 * s + j] : 0.0f; };
+    _mm_store_ps(out, _mm_fmadd_ps(acc[s], _mm_set1_ps(xscale), _mm_setr_ps(at(0), at(1), at(2), at(3))));
+    for (int j = 0; j < kSetCols; ++j) y[4 * s + j] = out[j];
+  }
+}
+
+// Tiles of 8, 4 and 1 weight rows over columns [n_begin, n_end) of one row of x.
+template <Q4Groups kG, bool kAsym>
+SLM_AVXVNNI_TARGET void Q4Row(const int8_t* xr, float xscale, const int32_t* gs, const uint8_t* w,
+                              const float* scales, const float* offsets, const float* bias, float* yr,
+                              size_t K, size_t G, size_t n_begin, size_t n_end) {
+  const size_t groups = K / G, row_bytes = K / 2;
+  size_t c = n_begin;
+  const auto tile = [&](auto n) SLM_AVXVNNI_TARGET __attribute__((always_inline)) {
+    Q4Tile<decltype(n)::value, kG, kAsym>(xr, xscale, gs, w + c * row_bytes, scales + c * groups,
+                                          kAsym ? offsets + c * groups : nullptr, bias ? bias + c : nullptr, yr + c, K, G);
+  };
+  for (; c + 8 <= n_end; c += 8) tile(std::integral_constant<int, 8>{});
+  for (; c + 4 <= n_end; c += 4) tile(std::integral_constant<int, 4>{});
+  for (; c < n_end; ++c) tile(std::integral_constant<int, 1>{});
+}
+
+SLM_AVXVNNI_TARGET double AvxVnniDotLoopBody(int64_t iters, int32_t* sink) {
+  __m256i acc[12];
+  const __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(-5);
+  for (int j = 0; j < 12; ++j) acc[j] = _mm256_set1_epi32(j);
+  for (int64_t i = 0; i < iters; ++i) {
+    #pragma GCC unroll 12
+    for (int j = 0; j < 12; ++j) acc[j] = Dpbusd(acc[j], a, b);
+  }
+  __m256i s = acc[0];
+  for (int j = 1; j < 12; ++j) s = _mm256_add_epi32(s, acc[j]);
+  *sink = ReduceAdd(s);
+  return double(iters) * 12 * 32 * 2;
+}
+
+}  // namespace
+
+double AvxVnniDotLoop(int64_t iters, int32_t* sink) {
+  if (!AvxVnniAvailable()) return 0;
+  return AvxVnniDotLoopBody(iters, sink);
+}
+
+bool MatMulQ8DynColumnsAvxVnni(const int8_t* xq, const float* xscale, const int8_t* w,
+                               const float* scales, const float* bias, float* y, int64_t R, int64_t K,
+                               int64_t N, int64_t n_begin, int64_t n_end) {
+  if (R >= kAvxVnniMaxRows || K % 32 != 0 || !AvxVnniAvailable() || VnniAvailable()) return false;
+  const size_t k = size_t(K);
+  int32_t xsum[kAvxVnniMaxRows];
+  RowSums(xq, xsum, size_t(R), k);
+  for (int64_t r = 0; r < R; ++r) {
+    const int8_t* xr = xq + r * K;
+    float* yr = y + r * N;
+    int64_t c = n_begin;
+    for (; c + 4 <= n_end; c += 4) {
+      Q8Tile<4>(xr, xscale[r], xsum[r], w + c * K, scales + c, bias ? bias + c : nullptr, yr + c, k);
+    }
+    for (; c < n_end; ++c) Q8Tile<1>(xr, xscale[r], xsum[r], w + c * K, scales + c, bias ? bias + c : nullptr, yr + c, k);
+  }
+  return true;
+}
+
+bool MatMulQ4DynColumnsAvxVnni(const int8_t* xq, const float* xscale, const int32_t* group_sums,
+                               const uint8_t* w, const float* scales, const float* offsets,
+                               const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G,
+                               int64_t n_begin, int64_t n_end) {
+  if (R >= kAvxVnniMaxRows || K % 64 != 0 || (G != 32 && G % 64 != 0) || !AvxVnniAvailable() || VnniAvailable()) {
+    return false;
+  }
+  const size_t k = size_t(K), g = size_t(G), groups = k / g;
+  int8_t* xp = reinterpret_cast<int8_t*>(ThreadScratch(size_t(R) * k));
+  PermuteForQ4Steps(xq, xp, size_t(R), k);
+  for (int64_t r = 0; r < R; ++r) {
+    const int8_t* xr = xp + r * K;
+    const int32_t* gs = group_sums + r * int64_t(groups);
+    float* yr = y + r * N;
+    const auto run = [&](auto row) { row(xr, xscale[r], gs, w, scales, offsets, bias, yr, k, g, size_t(n_begin), size_t(n_end)); };
+    const bool asym = offsets != nullptr;
+    if (G == 32) run(asym ? Q4Row<Q4Groups::k32, true> : Q4Row<Q4Groups::k32, false>);
+    else if (G == 64) run(asym ? Q4Row<Q4Groups::k64, true> : Q4Row<Q4Groups::k64, false>);
+    else run(asym ? Q4Row<Q4Groups::kMulti, true> : Q4Row<Q4Groups::kMulti, false>);
+  }
+  return true;
+}
+
+#else  // !SLM_HAVE_VNNI_KERNELS
+
+double AvxVnniDotLoop(int64_t, int32_t*) { return 0; }
+
+bool MatMulQ8DynColumnsAvxVnni(const int8_t*, const float*, const int8_t*, const float*, const float*,
+                               float*, int64_t, int64_t, int64_t, int64_t, int64_t) {
+  return false;
+}
+bool MatMulQ4DynColumnsAvxVnni(const int8_t*, const float*, const int32_t*, const uint8_t*,
+                               const float*, const float*, const float*, float*, int64_t, int64_t,
+                               int64_t, int64_t, int64_t, int64_t) {
+  return false;
+}
+
+#endif  // SLM_HAVE_VNNI_KERNELS
+
+}  // namespace slm::kernels
