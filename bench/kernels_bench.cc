@@ -207,9 +207,9 @@ void BM_MatMulQ4G32(benchmark::State& state) {
 }
 
 // The body the dynamic products run, state.range(3), for side-by-side ratios in one run: 0 the
-// Highway body of the dispatched target, 1 AVX-512 VNNI, 2 AVX-VNNI (decode rows; the Highway AVX2
-// body from kAvxVnniMaxRows rows, as on an AVX-VNNI CPU), 3 the Highway AVX2 body. Restores the
-// default dispatch when it goes out of scope.
+// Highway body of the dispatched target, 1 AVX-512 VNNI, 2 AVX-VNNI (with the Highway AVX2 body
+// for the rows between its tiles and panels, as on an AVX-VNNI CPU), 3 the Highway AVX2 body.
+// Restores the default dispatch when it goes out of scope.
 class DynamicBody {
  public:
   explicit DynamicBody(benchmark::State& state) : body_(state.range(3)) {
@@ -273,7 +273,7 @@ BENCHMARK(BM_MatMulQ8) SLM_QUANT_SHAPES;
 BENCHMARK(BM_MatMulQ4G32) SLM_QUANT_SHAPES;
 #define SLM_DYN_SHAPES                                                                                              \
   ->ArgsProduct({{1}, {2048}, {2048, 8192}, {0, 1, 2, 3}})->ArgsProduct({{1}, {8192}, {2048, 16384}, {1, 2, 3}})     \
-      ->ArgsProduct({{32, 128}, {2048}, {2048}, {0, 1}})->Args({128, 8192, 2048, 1})->Args({128, 2048, 8192, 1}) \
+      ->ArgsProduct({{32, 128}, {2048}, {2048}, {0, 1, 2, 3}})->Args({128, 8192, 2048, 1})->Args({128, 2048, 8192, 1}) \
       ->ArgNames({"R", "K", "N", "body"})->Unit(benchmark::kMicrosecond)
 BENCHMARK(BM_MatMulQ8Dyn) SLM_DYN_SHAPES;
 BENCHMARK(BM_MatMulQ4DynG32) SLM_DYN_SHAPES;

@@ -321,10 +321,15 @@ double AvxVnniDotLoop(int64_t iters, int32_t* sink) {
 bool MatMulQ8DynColumnsAvxVnni(const int8_t* xq, const float* xscale, const int8_t* w,
                                const float* scales, const float* bias, float* y, int64_t R, int64_t K,
                                int64_t N, int64_t n_begin, int64_t n_end) {
-  if (R >= kAvxVnniMaxRows || K % 32 != 0 || !AvxVnniAvailable() || VnniAvailable()) return false;
+  const bool decode = R < kAvxVnniMaxRows, panel = R >= kAvxVnniPanelRows;
+  if ((!decode && !panel) || K % 32 != 0 || !AvxVnniAvailable() || VnniAvailable()) return false;
   const size_t k = size_t(K);
-  int32_t xsum[kAvxVnniMaxRows];
+  int32_t* xsum = reinterpret_cast<int32_t*>(ThreadScratch(size_t(R) * sizeof(int32_t)));
   RowSums(xq, xsum, size_t(R), k);
+  if (panel) {
+    MatMulQ8DynPanelAvxVnni(xq, xscale, xsum, w, scales, bias, y, R, K, N, n_begin, n_end);
+    return true;
+  }
   for (int64_t r = 0; r < R; ++r) {
     const int8_t* xr = xq + r * K;
     float* yr = y + r * N;
@@ -341,9 +346,13 @@ bool MatMulQ4DynColumnsAvxVnni(const int8_t* xq, const float* xscale, const int3
                                const uint8_t* w, const float* scales, const float* offsets,
                                const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G,
                                int64_t n_begin, int64_t n_end) {
-  if (R >= kAvxVnniMaxRows || K % 64 != 0 || (G != 32 && G % 64 != 0) || !AvxVnniAvailable() || VnniAvailable()) {
-    return false;
+  const bool decode = R < kAvxVnniMaxRows, panel = R >= kAvxVnniPanelRows;
+  if ((!decode && !panel) || K % 64 != 0 || G % 32 != 0 || !AvxVnniAvailable() || VnniAvailable()) return false;
+  if (panel) {
+    MatMulQ4DynPanelAvxVnni(xq, xscale, group_sums, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end);
+    return true;
   }
+  if (G != 32 && G % 64 != 0) return false;  // the tiles fold whole groups per 64-k step or steps per group
   const size_t k = size_t(K), g = size_t(G), groups = k / g;
   int8_t* xp = reinterpret_cast<int8_t*>(ThreadScratch(size_t(R) * k));
   PermuteForQ4Steps(xq, xp, size_t(R), k);

@@ -27,10 +27,10 @@ bool MatMulQ4DynColumnsVnni(const int8_t* xq, const float* xscale, const int32_t
                             int64_t n_begin, int64_t n_end);
 
 // AVX-VNNI (256-bit vpdpbusd without AVX-512, matmul_q_avxvnni.cc): the dispatch's second
-// choice for decode, R < kAvxVnniMaxRows. Same contracts; false (nothing written) when the CPU
-// lacks AVX-VNNI, the AVX-512 VNNI bodies are in use, SLM_DISABLE_VNNI or SLM_DISABLE_AVX_VNNI is
-// set, R is too large, K is not a multiple of 32 (Q8) / 64 (Q4), or G is neither 32 nor a
-// multiple of 64.
+// choice, for decode (R < kAvxVnniMaxRows) and prefill chunks (R >= kAvxVnniPanelRows). Same
+// contracts; false (nothing written) when the CPU lacks AVX-VNNI, the AVX-512 VNNI bodies are in
+// use, SLM_DISABLE_VNNI or SLM_DISABLE_AVX_VNNI is set, R is between the two, K is not a multiple
+// of 32 (Q8) / 64 (Q4), or G is not a multiple of 32 (the decode tiles: 32 or a multiple of 64).
 constexpr int64_t kAvxVnniMaxRows = 4;
 bool AvxVnniAvailable();
 // Tests and `--simd-target`: false routes the dispatch past the AVX-VNNI bodies.
@@ -44,6 +44,18 @@ bool MatMulQ4DynColumnsAvxVnni(const int8_t* xq, const float* xscale, const int3
                                const uint8_t* w, const float* scales, const float* offsets,
                                const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G,
                                int64_t n_begin, int64_t n_end);
+
+// From kAvxVnniPanelRows rows the AVX-VNNI functions run the 256-bit panel GEMMs of
+// matmul_q_avxvnni_panel.cc (rows 4 to kAvxVnniPanelRows − 1 stay on the Highway tiles); same
+// contracts and the Q8 xsum as below.
+constexpr int64_t kAvxVnniPanelRows = 16;
+void MatMulQ8DynPanelAvxVnni(const int8_t* xq, const float* xscale, const int32_t* xsum,
+                             const int8_t* w, const float* scales, const float* bias, float* y,
+                             int64_t R, int64_t K, int64_t N, int64_t n_begin, int64_t n_end);
+void MatMulQ4DynPanelAvxVnni(const int8_t* xq, const float* xscale, const int32_t* group_sums,
+                             const uint8_t* w, const float* scales, const float* offsets,
+                             const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G,
+                             int64_t n_begin, int64_t n_end);
 
 // Prefill-shaped products (R >= kVnniPanelRows) go to the panel GEMMs of
 // matmul_q_vnni_panel.cc: same contracts, called by the two functions above once they have

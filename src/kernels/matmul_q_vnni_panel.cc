@@ -30,17 +30,11 @@ namespace slm::kernels {
 
 namespace {
 using vnni::Dpbusd;
+using vnni::PanelScratch;
 
 constexpr size_t kP = size_t(kVnniPanelRows);  // rows per panel: 2 vectors of 16 int32 lanes
 constexpr size_t kQ8M = 12;  // weight rows per Q8 tile: 24 accumulators + 2 x + 1 broadcast
 constexpr size_t kQ4M = 6;   // per Q4 tile: 12 int32 + 12 f32 accumulators + 7 operands
-
-// Grow-only per-thread scratch (allocates on a thread's first call needing more, never after).
-uint8_t* PanelScratch(size_t bytes) {
-  thread_local std::vector<uint8_t> buf;
-  if (buf.size() < bytes) buf.resize(bytes);
-  return buf.data();
-}
 
 size_t Align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
@@ -286,21 +280,6 @@ SLM_VNNI_TARGET void Q4PanelTile(const int8_t* xt, const uint8_t* w, size_t K, s
   }
 }
 
-// dst[K] = the codes of one packed Q4 row (quant_kernels.h layout) in k order, one byte per
-// weight: q − 8 as signed bytes (kSigned) or q. K % 64 == 0.
-template <bool kSigned>
-SLM_VNNI_TARGET void UnpackQ4Row(const uint8_t* src, uint8_t* dst, size_t K) {
-  // 64 k per step: 32 bytes = two 32-k blocks; the low nibbles of block b are k 32b..32b+15,
-  // its high nibbles k 32b+16..32b+31.
-  const __m256i mask = _mm256_set1_epi8(0x0F), eight = _mm256_set1_epi8(kSigned ? 8 : 0);
-  for (size_t k = 0; k < K; k += 64) {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k / 2));
-    const __m256i lo = _mm256_and_si256(v, mask), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k), _mm256_sub_epi8(_mm256_permute2x128_si256(lo, hi, 0x20), eight));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k + 32), _mm256_sub_epi8(_mm256_permute2x128_si256(lo, hi, 0x31), eight));
-  }
-}
-
 // The signed form's unpack (dst[K] = q − 8 as signed bytes, in k order) fused with the row's
 // corrections, qfix[g] = 128 · Σ_{k∈g} (q[k] − 8) (see Q4PanelTile). 128 k per step: the 64
 // packed bytes are four 32-k blocks of 16 bytes (low nibbles k 32b..32b+15, high nibbles
@@ -326,7 +305,7 @@ SLM_VNNI_TARGET void UnpackQ4RowSigned(const uint8_t* src, size_t K, size_t G, u
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(hb + k / 16), _mm512_cvtepi64_epi32(sums));
   }
   if (k < K) {  // the last 64 k: two 32-k blocks of 16 bytes
-    UnpackQ4Row<true>(src + k / 2, dst + k, K - k);
+    vnni::UnpackQ4Row<true>(src + k / 2, dst + k, K - k);
     for (; k < K; k += 16) {
       int32_t codes = 0;
       for (size_t i = 0; i < 8; ++i) codes += (src[k / 2 + i] & 0x0F) + (src[k / 2 + i] >> 4);
@@ -364,7 +343,7 @@ SLM_VNNI_TARGET void Q4PanelBlock(const Q4Args& s, size_t n) {
     if constexpr (kSigned) {
       UnpackQ4RowSigned(row, s.K, s.G, s.slab + c * SlabStride(s.K), s.qfix + c * groups);
     } else {
-      UnpackQ4Row<false>(row, s.slab + c * SlabStride(s.K), s.K);
+      vnni::UnpackQ4Row<false>(row, s.slab + c * SlabStride(s.K), s.K);
     }
   }
   const float* sc = s.scales + n * groups;

@@ -19,6 +19,8 @@
 #define SLM_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
 // Plain AVX-512F: inlinable into the VNNI functions and into Highway's AVX3 targets alike.
 #define SLM_AVX512F_TARGET __attribute__((target("avx512f")))
+// Plain AVX2: inlinable into the AVX-512 VNNI and the AVX-VNNI functions.
+#define SLM_AVX2_TARGET __attribute__((target("avx2")))
 
 namespace slm::kernels::vnni {
 
@@ -147,6 +149,15 @@ inline uint8_t* ThreadScratch(size_t bytes) {
   return buf.data();
 }
 
+// Grow-only per-thread scratch of the panel GEMMs (matmul_q_vnni_panel.cc,
+// matmul_q_avxvnni_panel.cc), apart from ThreadScratch because their callers keep per-row sums
+// there.
+inline uint8_t* PanelScratch(size_t bytes) {
+  thread_local std::vector<uint8_t> buf;
+  if (buf.size() < bytes) buf.resize(bytes);
+  return buf.data();
+}
+
 // xg[g] = Σ_{k∈g} x_k for the `groups` groups of G (a multiple of 16) weights.
 SLM_AVX512F_TARGET inline void Q4GroupSums(const float* x, float* xg, size_t groups, size_t G) {
   for (size_t g = 0; g < groups; ++g) {
@@ -196,6 +207,22 @@ SLM_AVX512F_TARGET inline float Q4RowDot(__m512 acc, const float* x, const uint8
   const size_t groups = K / G;
   if (offsets_row) acc = _mm512_add_ps(acc, Q4OffsetTerm(scales_row, offsets_row, xg, groups));
   return ReduceAdd(acc) + Q4TailBlocks(x, w_row, scales_row, K, G);
+}
+
+// dst[K] = the codes of one packed Q4 row (quant_kernels.h layout) in k order, one byte per
+// weight: q − 8 as signed bytes (kSigned) or q. K % 64 == 0. Shared by the AVX-512 VNNI and the
+// AVX-VNNI panels.
+template <bool kSigned>
+SLM_AVX2_TARGET inline void UnpackQ4Row(const uint8_t* src, uint8_t* dst, size_t K) {
+  // 64 k per step: 32 bytes = two 32-k blocks; the low nibbles of block b are k 32b..32b+15,
+  // its high nibbles k 32b+16..32b+31.
+  const __m256i mask = _mm256_set1_epi8(0x0F), eight = _mm256_set1_epi8(kSigned ? 8 : 0);
+  for (size_t k = 0; k < K; k += 64) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k / 2));
+    const __m256i lo = _mm256_and_si256(v, mask), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k), _mm256_sub_epi8(_mm256_permute2x128_si256(lo, hi, 0x20), eight));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k + 32), _mm256_sub_epi8(_mm256_permute2x128_si256(lo, hi, 0x31), eight));
+  }
 }
 
 }  // namespace slm::kernels::vnni

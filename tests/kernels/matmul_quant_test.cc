@@ -410,9 +410,9 @@ TEST_F(VnniMatMulTest, ShapesItCannotTakeFallBackToHighway) {
   ASSERT_TRUE(Q4Matches(3, 384, 5, 192, true, true, true));
 }
 
-// The AVX-VNNI decode bodies (R < kAvxVnniMaxRows on a CPU with AVX-VNNI, as the dispatch takes
-// them once AVX-512 VNNI is out of the way) with the Highway AVX2 target for everything else, as
-// on an AVX-VNNI CPU without AVX-512.
+// The AVX-VNNI bodies (decode tiles for R < kAvxVnniMaxRows, panels from kAvxVnniPanelRows, on a
+// CPU with AVX-VNNI once AVX-512 VNNI is out of the way) with the Highway AVX2 target for the rows
+// in between, as on an AVX-VNNI CPU without AVX-512.
 class AvxVnniMatMulTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -448,10 +448,27 @@ TEST_F(AvxVnniMatMulTest, Int4DynamicActivationMatchesReferenceForEveryGroupSize
   }
 }
 
-// Prefill (the Highway AVX2 tiles and int16 panel) and decode (AVX-VNNI) give every row the same
-// bits: the next layer re-quantizes its input, so a rounding difference would flip int8 codes.
+TEST_F(AvxVnniMatMulTest, PanelPathMatchesReferenceFrom16Rows) {
+  // Partial last panels; N off the 6-row blocks and their 2- and 1-row tails; every group size
+  // the panel takes (G = 96: not a tile shape); symmetric and not, with and without bias.
+  for (int64_t R : {kAvxVnniPanelRows, kAvxVnniPanelRows + 1, int64_t{70}}) {
+    for (int64_t N : {1, 5, 7, 13, 26}) {
+      for (int64_t K : {32, 96, 576}) ASSERT_TRUE(Q8Matches(R, K, N, (R + N) % 2 == 0, true));
+      for (int64_t G : {32, 64, 96, 128}) {
+        for (int64_t K : {2 * G, 4 * G}) {
+          if (K % 64 != 0) continue;
+          ASSERT_TRUE(Q4Matches(R, K, N, G, /*asym=*/N % 2 == 1, (R + N) % 2 == 1, true));
+        }
+      }
+    }
+  }
+}
+
+// Prefill (the Highway AVX2 tiles below 16 rows, the AVX-VNNI panels from 16) and decode
+// (AVX-VNNI tiles) give every row the same bits: the next layer re-quantizes its input, so a
+// rounding difference would flip int8 codes.
 TEST_F(AvxVnniMatMulTest, PrefillRowsEqualTheOneRowPathBitForBit) {
-  for (int64_t R : {4, 5, 8, 16, 17, 33}) {
+  for (int64_t R : {4, 5, 8, 16, 17, 33, 70}) {
     for (int64_t K : {32, 64, 192, 1024}) {
       for (int64_t N : {1, 6, 13}) ASSERT_TRUE(RowsEqualTheOneRowPath(false, R, K, N, 1, false, N != 6));
     }
@@ -473,6 +490,7 @@ TEST_F(AvxVnniMatMulTest, ShapesItCannotTakeFallBackToHighway) {
   EXPECT_FALSE(MatMulQ8DynColumnsAvxVnni(xq.data(), xs, w.data(), &sc, nullptr, y, 4, 64, 1, 0, 1));   // 4 rows
   EXPECT_FALSE(MatMulQ4DynColumnsAvxVnni(xq.data(), xs, gs, w4.data(), &sc, nullptr, nullptr, y, 1, 96, 1, 32, 0, 1));  // K % 64
   EXPECT_FALSE(MatMulQ4DynColumnsAvxVnni(xq.data(), xs, gs, w4.data(), &sc, nullptr, nullptr, y, 4, 64, 1, 32, 0, 1));  // 4 rows
+  EXPECT_FALSE(MatMulQ8DynColumnsAvxVnni(xq.data(), xs, w.data(), &sc, nullptr, y, 15, 64, 1, 0, 1));  // below the panel
   std::vector<int8_t> xq192(192, 1);
   std::vector<uint8_t> w192(96, 0x11);
   EXPECT_FALSE(MatMulQ4DynColumnsAvxVnni(xq192.data(), xs, gs, w192.data(), &sc, nullptr, nullptr, y, 1, 192, 1, 96, 0, 1));  // G = 96
