@@ -31,7 +31,10 @@ void MatMulQ8Columns(const float* x, const int8_t* w, const float* scales, const
 void MatMulQ4Columns(const float* x, const uint8_t* w, const float* scales, const float* offsets,
                      const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G,
                      int64_t n_begin, int64_t n_end) {
-  if (MatMulQ4ColumnsSplitX(x, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end)) return;
+  if (MatMulQ4ColumnsSplitX(x, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end) ||
+      MatMulQ4ColumnsSplitXAvxVnni(x, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end)) {
+    return;
+  }
   HWY_DYNAMIC_DISPATCH(MatMulQ4Columns)(x, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end);
 }
 

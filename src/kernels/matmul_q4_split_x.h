@@ -17,4 +17,12 @@ bool MatMulQ4ColumnsSplitX(const float* x, const uint8_t* w, const float* scales
                            const float* offsets, const float* bias, float* y, int64_t R, int64_t K,
                            int64_t N, int64_t G, int64_t n_begin, int64_t n_end);
 
+// The same kernel at 256 bits for CPUs with AVX-VNNI (matmul_q4_split_x_avxvnni.cc), the
+// dispatch's next choice: false when the CPU lacks AVX-VNNI, the AVX-512 VNNI bodies are in use,
+// SLM_DISABLE_VNNI or SLM_DISABLE_AVX_VNNI is set, R is too large, K is below 64, or G is neither
+// 32 nor a multiple of 64.
+bool MatMulQ4ColumnsSplitXAvxVnni(const float* x, const uint8_t* w, const float* scales,
+                                  const float* offsets, const float* bias, float* y, int64_t R, int64_t K,
+                                  int64_t N, int64_t G, int64_t n_begin, int64_t n_end);
+
 }  // namespace slm::kernels

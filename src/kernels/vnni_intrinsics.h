@@ -183,11 +183,12 @@ SLM_AVX512F_TARGET inline __m512 Q4OffsetTerm(const float* scales, const float* 
   return acc;
 }
 
-// Σ over the blocks of 32 past the whole chunks (K % 128) of one weight row, from unpermuted x
-// (the first term above; the second covers these groups too).
-inline float Q4TailBlocks(const float* x, const uint8_t* w, const float* scales, size_t K, size_t G) {
+// Σ over the blocks of 32 from weight `from` (past the whole chunks the kernel's vectors took) to
+// K of one weight row, from unpermuted x (the first term above; the second covers these groups
+// too).
+inline float Q4TailBlocks(const float* x, const uint8_t* w, const float* scales, size_t from, size_t K, size_t G) {
   float s = 0.0f;
-  for (size_t b = K / kQ4PlaneChunk * kQ4PlaneChunk; b < K; b += 32) {
+  for (size_t b = from; b < K; b += 32) {
     float dot = 0.0f;
     for (size_t j = 0; j < 16; ++j) {
       dot += float(int(w[b / 2 + j] & 0x0F) - 8) * x[b + j] + float(int(w[b / 2 + j] >> 4) - 8) * x[b + 16 + j];
@@ -206,7 +207,7 @@ SLM_AVX512F_TARGET inline float Q4RowDot(__m512 acc, const float* x, const uint8
                                          const float* xg, size_t K, size_t G) {
   const size_t groups = K / G;
   if (offsets_row) acc = _mm512_add_ps(acc, Q4OffsetTerm(scales_row, offsets_row, xg, groups));
-  return ReduceAdd(acc) + Q4TailBlocks(x, w_row, scales_row, K, G);
+  return ReduceAdd(acc) + Q4TailBlocks(x, w_row, scales_row, K / kQ4PlaneChunk * kQ4PlaneChunk, K, G);
 }
 
 // dst[K] = the codes of one packed Q4 row (quant_kernels.h layout) in k order, one byte per

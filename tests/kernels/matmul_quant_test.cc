@@ -518,19 +518,37 @@ TEST_F(AvxVnniMatMulTest, ColumnRangeWritesOnlyItsColumns) {
 // The AVX-512 VNNI body of the weight-only int4 decode product (taken by the dispatch for R < 4
 // on a VNNI CPU). x goes in as three int8 parts scaled per 8 values (2^-22 of their largest |x|),
 // so the Highway bodies' tolerance holds, and tighter ones (SplitXKeeps...).
-class SplitXMatMulTest : public ::testing::Test {
+// Run for both bodies of the kernel: AVX-512 VNNI and (with the AVX2 target, as on an AVX-VNNI
+// CPU without AVX-512) AVX-VNNI, each called directly by SplitX() and through the dispatch by
+// Q4Matches.
+enum class SplitXBody { kAvx512Vnni, kAvxVnni };
+
+class SplitXMatMulTest : public ::testing::TestWithParam<SplitXBody> {
  protected:
   void SetUp() override {
-    if (!VnniAvailable()) GTEST_SKIP() << "no AVX-512 VNNI on this CPU / build";
+    if (GetParam() == SplitXBody::kAvx512Vnni) {
+      if (!VnniAvailable()) GTEST_SKIP() << "no AVX-512 VNNI on this CPU / build";
+    } else {
+      if (!AvxVnniAvailable()) GTEST_SKIP() << "no AVX-VNNI on this CPU / build";
+      ASSERT_TRUE(SelectSimdTarget("AVX2").ok());
+    }
   }
+  void TearDown() override { ASSERT_TRUE(SelectSimdTarget("best").ok()); }
 };
 
+bool SplitX(SplitXBody body, const float* x, const uint8_t* w, const float* scales, const float* offsets,
+            const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G, int64_t n_begin, int64_t n_end) {
+  return body == SplitXBody::kAvx512Vnni
+             ? MatMulQ4ColumnsSplitX(x, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end)
+             : MatMulQ4ColumnsSplitXAvxVnni(x, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end);
+}
+
 // max over n of |y[n] − reference| / Σ_k |x_k·ŵ[n,k]| for one x row through the dispatch.
-double WorstRelativeError(const std::vector<float>& x, int64_t K, int64_t N, int64_t G) {
+double WorstRelativeError(SplitXBody body, const std::vector<float>& x, int64_t K, int64_t N, int64_t G) {
   const Q4Weights q = RandomQ4(N, K, G, 7);
   std::vector<float> wdeq(static_cast<size_t>(N * K)), y(static_cast<size_t>(N)), want(static_cast<size_t>(N));
   for (int64_t n = 0; n < N; ++n) DequantizeRowQ4(q.w.data(), q.scales.data(), nullptr, K, G, n, 1.0f, wdeq.data() + n * K);
-  EXPECT_TRUE(MatMulQ4ColumnsSplitX(x.data(), q.w.data(), q.scales.data(), nullptr, nullptr, y.data(), 1, K, N, G, 0, N));
+  EXPECT_TRUE(SplitX(body, x.data(), q.w.data(), q.scales.data(), nullptr, nullptr, y.data(), 1, K, N, G, 0, N));
   reference::MatMulQ4(x.data(), q.w.data(), q.scales.data(), nullptr, nullptr, want.data(), 1, K, N, G);
   const auto mag = Magnitude(x, wdeq, nullptr, 1, K, N);
   double worst = 0;
@@ -538,12 +556,12 @@ double WorstRelativeError(const std::vector<float>& x, int64_t K, int64_t N, int
   return worst;
 }
 
-TEST_F(SplitXMatMulTest, Int4WeightOnlyDecodeMatchesReferenceAcrossChunksAndTails) {
+TEST_P(SplitXMatMulTest, Int4WeightOnlyDecodeMatchesReferenceAcrossChunksAndTails) {
   std::vector<float> x(128, 1.0f), sc(4, 1.0f);
   std::vector<uint8_t> w(64, 0x88);
   float y = 0;
-  ASSERT_TRUE(MatMulQ4ColumnsSplitX(x.data(), w.data(), sc.data(), nullptr, nullptr, &y, 1, 128, 1, 32, 0, 1))
-      << "dispatch would not take the VNNI body";
+  ASSERT_TRUE(SplitX(GetParam(), x.data(), w.data(), sc.data(), nullptr, nullptr, &y, 1, 128, 1, 32, 0, 1))
+      << "dispatch would not take the body";
   // K: whole 128-weight chunks, tails of 32, 64 and 96 after them, rows of 2 KB and more; G = 256:
   // one scale for two chunks. N off the 4-row tiles.
   for (int64_t G : {32, 64, 128, 256}) {
@@ -558,16 +576,16 @@ TEST_F(SplitXMatMulTest, Int4WeightOnlyDecodeMatchesReferenceAcrossChunksAndTail
   }
 }
 
-TEST_F(SplitXMatMulTest, SplitXKeepsXNearF32Precision) {
+TEST_P(SplitXMatMulTest, SplitXKeepsXNearF32Precision) {
   // Measured 1.7e-8 (K 2048) and 1.2e-8 (K 4128) of Σ|x·ŵ|: the order of f32 summation.
   for (int64_t K : {2048, 4096 + 32}) {
-    const double e = WorstRelativeError(RandomFloats(size_t(K), uint32_t(K)), K, 16, 32);
+    const double e = WorstRelativeError(GetParam(), RandomFloats(size_t(K), uint32_t(K)), K, 16, 32);
     std::printf("[ SPLITX ] K %ld: worst |y - ref| / sum|x w| %.3g\n", long(K), e);
     EXPECT_LE(e, 1e-7) << "K " << K;
   }
 }
 
-TEST_F(SplitXMatMulTest, SplitXKeepsItsPrecisionNextToOutliers) {
+TEST_P(SplitXMatMulTest, SplitXKeepsItsPrecisionNextToOutliers) {
   // Activations with a few channels 300× the rest (as LLM hidden states have): the parts are
   // scaled per 8 values, so an outlier costs only its lane mates precision. Measured 4.1e-7
   // (K 2048) and 1.1e-7 (K 8192); in an experiment with one scale per row of x the error was
@@ -575,13 +593,13 @@ TEST_F(SplitXMatMulTest, SplitXKeepsItsPrecisionNextToOutliers) {
   for (int64_t K : {2048, 8192}) {
     std::vector<float> x = RandomFloats(size_t(K), uint32_t(K + 1));
     for (int64_t i = 0; i < K / 100; ++i) x[size_t((i * 977) % K)] *= 300.0f;
-    const double e = WorstRelativeError(x, K, 64, 32);
+    const double e = WorstRelativeError(GetParam(), x, K, 64, 32);
     std::printf("[ SPLITX ] K %ld, outliers: worst |y - ref| / sum|x w| %.3g\n", long(K), e);
     EXPECT_LE(e, 1e-6) << "K " << K;
   }
 }
 
-TEST_F(SplitXMatMulTest, ZeroTinyAndNonFiniteValuesOfX) {
+TEST_P(SplitXMatMulTest, ZeroTinyAndNonFiniteValuesOfX) {
   const int64_t K = 256, N = 4, G = 32;
   const Q4Weights q = RandomQ4(N, K, G, 11);
   // All-zero blocks, values near the float minimum (127 / max would overflow) and huge values
@@ -591,30 +609,40 @@ TEST_F(SplitXMatMulTest, ZeroTinyAndNonFiniteValuesOfX) {
   for (int64_t k = 32; k < 64; ++k) x[size_t(k)] *= 1e-38f;
   for (int64_t k = 64; k < 96; ++k) x[size_t(k)] *= 1e30f;
   std::vector<float> y(static_cast<size_t>(N)), want(static_cast<size_t>(N));
-  ASSERT_TRUE(MatMulQ4ColumnsSplitX(x.data(), q.w.data(), q.scales.data(), q.offsets.data(), nullptr, y.data(), 1, K, N, G, 0, N));
+  ASSERT_TRUE(SplitX(GetParam(), x.data(), q.w.data(), q.scales.data(), q.offsets.data(), nullptr, y.data(), 1, K, N, G, 0, N));
   reference::MatMulQ4(x.data(), q.w.data(), q.scales.data(), q.offsets.data(), nullptr, want.data(), 1, K, N, G);
   for (int64_t n = 0; n < N; ++n) EXPECT_NEAR(y[size_t(n)], want[size_t(n)], 1e-5 * std::fabs(want[size_t(n)])) << n;
   // A NaN or an infinity in x makes every output NaN / non-finite, as the f32 product would.
   for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
     std::vector<float> xb = RandomFloats(size_t(K), 6);
     xb[77] = bad;
-    ASSERT_TRUE(MatMulQ4ColumnsSplitX(xb.data(), q.w.data(), q.scales.data(), nullptr, nullptr, y.data(), 1, K, N, G, 0, N));
+    ASSERT_TRUE(SplitX(GetParam(), xb.data(), q.w.data(), q.scales.data(), nullptr, nullptr, y.data(), 1, K, N, G, 0, N));
     for (int64_t n = 0; n < N; ++n) EXPECT_FALSE(std::isfinite(y[size_t(n)])) << "x[77] = " << bad << ", n " << n;
   }
 }
 
-TEST_F(SplitXMatMulTest, ColumnRangeWritesOnlyItsColumns) {
+TEST_P(SplitXMatMulTest, ColumnRangeWritesOnlyItsColumns) {
   const int64_t R = 2, K = 256, N = 21;
   const auto x = RandomFloats(size_t(R * K), 3);
   const Q4Weights q4 = RandomQ4(N, K, 32, 5);
   std::vector<float> y(size_t(R * N), 7.0f);
-  ASSERT_TRUE(MatMulQ4ColumnsSplitX(x.data(), q4.w.data(), q4.scales.data(), q4.offsets.data(), nullptr, y.data(), R, K, N, 32, 5, 14));
+  ASSERT_TRUE(SplitX(GetParam(), x.data(), q4.w.data(), q4.scales.data(), q4.offsets.data(), nullptr, y.data(), R, K, N, 32, 5, 14));
   for (int64_t r = 0; r < R; ++r) {
     for (int64_t n = 0; n < N; ++n) EXPECT_EQ(y[size_t(r * N + n)] == 7.0f, !(n >= 5 && n < 14)) << "r " << r << " n " << n;
   }
 }
 
-TEST_F(SplitXMatMulTest, ShapesItCannotTakeFallBackToHighway) {
+TEST_P(SplitXMatMulTest, ShapesItCannotTakeFallBackToHighway) {
+  if (GetParam() == SplitXBody::kAvxVnni) {  // steps of 64 weights: 32-weight tails with G = 32
+    std::vector<float> x(4 * 192, 1.0f), sc(8, 1.0f), y(4, 0.0f);
+    std::vector<uint8_t> w(4 * 96, 0x11);
+    EXPECT_FALSE(SplitX(GetParam(), x.data(), w.data(), sc.data(), nullptr, nullptr, y.data(), 4, 128, 1, 32, 0, 1));  // 4 rows
+    EXPECT_FALSE(SplitX(GetParam(), x.data(), w.data(), sc.data(), nullptr, nullptr, y.data(), 1, 32, 1, 32, 0, 1));   // K < 64
+    EXPECT_FALSE(SplitX(GetParam(), x.data(), w.data(), sc.data(), nullptr, nullptr, y.data(), 1, 192, 1, 96, 0, 1));  // G = 96
+    ASSERT_TRUE(Q4Matches(3, 32, 5, 32, false, true, false));
+    ASSERT_TRUE(Q4Matches(1, 192, 5, 96, true, true, false));
+    return;
+  }
   std::vector<float> x(4 * 192, 1.0f), sc(8, 1.0f), y(4, 0.0f);
   std::vector<uint8_t> w(4 * 96, 0x11);
   // 4 rows of x (the slab path), K below one chunk, a group that straddles a chunk (G = 192).
@@ -624,6 +652,11 @@ TEST_F(SplitXMatMulTest, ShapesItCannotTakeFallBackToHighway) {
   ASSERT_TRUE(Q4Matches(3, 96, 5, 32, false, true, false));
   ASSERT_TRUE(Q4Matches(1, 384, 5, 192, true, true, false));
 }
+
+INSTANTIATE_TEST_SUITE_P(Bodies, SplitXMatMulTest, ::testing::Values(SplitXBody::kAvx512Vnni, SplitXBody::kAvxVnni),
+                         [](const ::testing::TestParamInfo<SplitXBody>& i) {
+                           return i.param == SplitXBody::kAvx512Vnni ? "Avx512Vnni" : "AvxVnni";
+                         });
 
 // The SIMD activation quantizer equals the scalar reference bit for bit: same scale, same codes
 // (ties to even), same group sums, on every target and on K not a multiple of the vector.
