@@ -23,6 +23,7 @@
 
 #include "kernels/matmul_q_vnni.h"
 #include "kernels/vnni_intrinsics.h"
+#include "kernels/vnni_panels.h"
 
 namespace slm::kernels {
 
@@ -32,20 +33,19 @@ namespace slm::kernels {
 
 namespace {
 
+using vnni::Align64;
+using vnni::GroupSumsToPanels;
+using vnni::PadToPanels;
 using vnni::PanelScratch;
+using vnni::Prefetch;
+using vnni::Q4PanelArgs;
+using vnni::Q8PanelArgs;
+using vnni::SlabStride;
+using vnni::UnpackQ4Row;
+using vnni::WriteRows;
 
 constexpr size_t kP = 16;  // rows per panel: 2 vectors of 8 int32 lanes
 constexpr size_t kM = 6;   // weight rows per tile: 12 accumulators + 2 x + 1 broadcast
-
-size_t Align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
-// Row stride of the unpacked weight slab: one line of padding keeps the rows of a power-of-two K
-// out of a single L1 set (see matmul_q_vnni_panel.cc).
-size_t SlabStride(size_t K) { return K + 64; }
-
-template <class T>
-void PadToPanels(const T* src, size_t rows, size_t padded, T* dst) {
-  for (size_t r = 0; r < padded; ++r) dst[r] = r < rows ? src[r] : T(0);
-}
 
 SLM_AVXVNNI_TARGET inline __m256i Dpbusd(__m256i acc, __m256i a, __m256i b) {
   return _mm256_dpbusd_avx_epi32(acc, a, b);
@@ -93,13 +93,6 @@ SLM_AVXVNNI_TARGET void TransposeQuads(const int8_t* xq, size_t R, size_t K, int
   }
 }
 
-// Lines of the next weight block to prefetch during the last panel's tile (see
-// matmul_q_vnni_panel.cc): one line per 4-k step.
-struct Prefetch {
-  const uint8_t* next = nullptr;
-  size_t bytes = 0;
-};
-
 // a[m] += Σ_{q in [q0, q1)} w[m, 4q..4q+3] · xt[q][0..8) (w: kRows unsigned rows, ldw bytes
 // apart, xt signed), b[m] the same for lanes 8..16.
 template <size_t kRows>
@@ -120,34 +113,11 @@ SLM_AVXVNNI_TARGET inline void PanelSteps(const int8_t* xt, const uint8_t* w, si
   }
 }
 
-// y[r, n + m] = out[m][j] for the rows r = 16·p + j < R of panel p.
-template <size_t kRows>
-inline void WriteRows(const float* out, size_t p, size_t R, size_t N, size_t n, float* y) {
-  const size_t rows = std::min(kP, R - p * kP);
-  for (size_t j = 0; j < rows; ++j) {
-    float* yr = y + (p * kP + j) * N + n;
-    for (size_t m = 0; m < kRows; ++m) yr[m] = out[m * kP + j];
-  }
-}
-
 // ---- Q8 ----
-
-struct Q8Args {
-  const int8_t* xt;
-  const int32_t* xsum;  // [panels·16] Σ_k xq[r, k], zeros past R
-  const float* xscale;  // [panels·16], zeros past R
-  const int8_t* w;
-  const float* scales;
-  const float* bias;
-  float* y;
-  size_t R, K, N;
-  uint8_t* slab;  // [kM, SlabStride(K)]
-  float* out;     // [kM, 16]
-};
 
 // out[m][j] = float(Σ_k (w[m, k] + 128)·x[j, k] − 128·Σx[j]) · xscale[j] · scale[m] + bias[m].
 template <size_t kRows>
-SLM_AVXVNNI_TARGET void Q8PanelTile(const Q8Args& s, size_t p, size_t n, Prefetch pf) {
+SLM_AVXVNNI_TARGET void Q8PanelTile(const Q8PanelArgs& s, size_t p, size_t n, Prefetch pf) {
   __m256i a[kRows], b[kRows];
   #pragma GCC unroll 8
   for (size_t m = 0; m < kRows; ++m) a[m] = b[m] = _mm256_setzero_si256();
@@ -175,7 +145,7 @@ SLM_AVXVNNI_TARGET void Q8PanelTile(const Q8Args& s, size_t p, size_t n, Prefetc
 
 // Columns [n, n + kRows) for all R rows.
 template <size_t kRows>
-SLM_AVXVNNI_TARGET void Q8PanelBlock(const Q8Args& s, size_t n) {
+SLM_AVXVNNI_TARGET void Q8PanelBlock(const Q8PanelArgs& s, size_t n) {
   const __m256i flip = _mm256_set1_epi8(int8_t(0x80));
   for (size_t c = 0; c < kRows; ++c) {
     const int8_t* src = s.w + (n + c) * s.K;
@@ -188,28 +158,14 @@ SLM_AVXVNNI_TARGET void Q8PanelBlock(const Q8Args& s, size_t n) {
   const Prefetch next{reinterpret_cast<const uint8_t*>(s.w + (n + kRows) * s.K), std::min(left, kRows * s.K)};
   for (size_t p = 0; p < panels; ++p) {
     Q8PanelTile<kRows>(s, p, n, p + 1 == panels ? next : Prefetch{});
-    WriteRows<kRows>(s.out, p, s.R, s.N, n, s.y);
+    WriteRows<kP, kRows>(s.out, p, s.R, s.N, n, s.y);
   }
 }
 
 // ---- Q4 ----
 
-struct Q4Args {
-  const int8_t* xt;
-  const int32_t* gs;    // [panels, groups, 16] group sums of xq, zeros past R
-  const float* xscale;  // [panels·16], zeros past R
-  const uint8_t* w;
-  const float* scales;
-  const float* offsets;
-  const float* bias;
-  float* y;
-  size_t R, K, N, G;
-  uint8_t* slab;  // [kM, SlabStride(K)]
-  float* out;     // [kM, 16]: the tile's f32 accumulators, then its outputs
-};
-
 template <size_t kRows, bool kAsym>
-SLM_AVXVNNI_TARGET void Q4PanelTile(const Q4Args& s, size_t p, size_t n, Prefetch pf) {
+SLM_AVXVNNI_TARGET void Q4PanelTile(const Q4PanelArgs& s, size_t p, size_t n, Prefetch pf) {
   const size_t groups = s.K / s.G;
   const float* scales = s.scales + n * groups;
   const float* offsets = kAsym ? s.offsets + n * groups : nullptr;
@@ -251,15 +207,15 @@ SLM_AVXVNNI_TARGET void Q4PanelTile(const Q4Args& s, size_t p, size_t n, Prefetc
 }
 
 template <size_t kRows, bool kAsym>
-SLM_AVXVNNI_TARGET void Q4PanelBlock(const Q4Args& s, size_t n) {
+SLM_AVXVNNI_TARGET void Q4PanelBlock(const Q4PanelArgs& s, size_t n) {
   for (size_t c = 0; c < kRows; ++c) {
-    vnni::UnpackQ4Row<false>(s.w + (n + c) * (s.K / 2), s.slab + c * SlabStride(s.K), s.K);
+    UnpackQ4Row<false>(s.w + (n + c) * (s.K / 2), s.slab + c * SlabStride(s.K), s.K);
   }
   const size_t left = (s.N - n - kRows) * (s.K / 2), panels = (s.R + kP - 1) / kP;
   const Prefetch next{s.w + (n + kRows) * (s.K / 2), std::min(left, kRows * s.K / 2)};
   for (size_t p = 0; p < panels; ++p) {
     Q4PanelTile<kRows, kAsym>(s, p, n, p + 1 == panels ? next : Prefetch{});
-    WriteRows<kRows>(s.out, p, s.R, s.N, n, s.y);
+    WriteRows<kP, kRows>(s.out, p, s.R, s.N, n, s.y);
   }
 }
 
@@ -277,8 +233,8 @@ void MatMulQ8DynPanelAvxVnni(const int8_t* xq, const float* xscale, const int32_
   TransposeQuads(xq, rows, k, reinterpret_cast<int8_t*>(scratch));
   PadToPanels(xsum, rows, panels * kP, xsum_pad);
   PadToPanels(xscale, rows, panels * kP, xscale_pad);
-  const Q8Args s{reinterpret_cast<int8_t*>(scratch), xsum_pad, xscale_pad, w, scales, bias, y, rows, k, size_t(N),
-                 scratch + xt_bytes, reinterpret_cast<float*>(scratch + xt_bytes + slab_bytes)};
+  const Q8PanelArgs s{reinterpret_cast<int8_t*>(scratch), xsum_pad, xscale_pad, w, scales, bias, y, rows, k, size_t(N),
+                      scratch + xt_bytes, reinterpret_cast<float*>(scratch + xt_bytes + slab_bytes)};
   size_t n = size_t(n_begin);
   const size_t end = size_t(n_end);
   for (; n + kM <= end; n += kM) Q8PanelBlock<kM>(s, n);
@@ -300,16 +256,9 @@ void MatMulQ4DynPanelAvxVnni(const int8_t* xq, const float* xscale, const int32_
   int32_t* gs = reinterpret_cast<int32_t*>(scratch + xt_bytes + slab_bytes + out_bytes + row_bytes);
   TransposeQuads(xq, rows, k, reinterpret_cast<int8_t*>(scratch));
   PadToPanels(xscale, rows, panels * kP, xscale_pad);
-  for (size_t p = 0; p < panels; ++p) {
-    for (size_t g = 0; g < groups; ++g) {
-      for (size_t j = 0; j < kP; ++j) {
-        const size_t r = p * kP + j;
-        gs[(p * groups + g) * kP + j] = r < rows ? group_sums[r * groups + g] : 0;
-      }
-    }
-  }
-  const Q4Args s{reinterpret_cast<int8_t*>(scratch), gs, xscale_pad, w, scales, offsets, bias, y, rows, k, size_t(N),
-                 size_t(G), scratch + xt_bytes, reinterpret_cast<float*>(scratch + xt_bytes + slab_bytes)};
+  GroupSumsToPanels<kP>(group_sums, rows, groups, gs);
+  const Q4PanelArgs s{reinterpret_cast<int8_t*>(scratch), gs, xscale_pad, w, scales, offsets, bias, y, rows, k, size_t(N),
+                      size_t(G), scratch + xt_bytes, /*qfix=*/nullptr, reinterpret_cast<float*>(scratch + xt_bytes + slab_bytes)};
   size_t n = size_t(n_begin);
   const size_t end = size_t(n_end);
   const auto blocks = [&](auto asym) {

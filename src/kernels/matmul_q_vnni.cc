@@ -6,7 +6,8 @@
 // AVX3_DL target does not enable avx512vnni. These two functions are therefore written with
 // intrinsics in a function-level target, chosen at run time by quant_kernels' dispatch when the
 // CPU has avx512vnni (VnniAvailable), and tested against the same scalar references as the
-// Highway bodies. Everywhere else (AVX2, Arm, old x86) the Highway bodies run.
+// Highway bodies. AVX-VNNI CPUs without AVX-512 run the same tiles and panels at 256 bits
+// (matmul_q_avxvnni*.cc); everywhere else (AVX2, Arm, old x86) the Highway bodies run.
 //
 // vpdpbusd multiplies unsigned bytes by signed bytes, 64 products per instruction summed in
 // groups of 4 into 16 int32 lanes:

@@ -23,33 +23,27 @@
 
 #include "kernels/matmul_q_vnni.h"
 #include "kernels/vnni_intrinsics.h"
+#include "kernels/vnni_panels.h"
 
 namespace slm::kernels {
 
 #if SLM_HAVE_VNNI_KERNELS
 
 namespace {
+using vnni::Align64;
 using vnni::Dpbusd;
+using vnni::GroupSumsToPanels;
+using vnni::PadToPanels;
 using vnni::PanelScratch;
+using vnni::Prefetch;
+using vnni::Q4PanelArgs;
+using vnni::Q8PanelArgs;
+using vnni::SlabStride;
+using vnni::WriteRows;
 
 constexpr size_t kP = size_t(kVnniPanelRows);  // rows per panel: 2 vectors of 16 int32 lanes
 constexpr size_t kQ8M = 12;  // weight rows per Q8 tile: 24 accumulators + 2 x + 1 broadcast
 constexpr size_t kQ4M = 6;   // per Q4 tile: 12 int32 + 12 f32 accumulators + 7 operands
-
-size_t Align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
-
-// Bytes from row to row of the unpacked weight slab. A tile step reads 4 bytes at the same k of
-// every row: with a power-of-two K (8192) the rows' lines all fall into one L1 set, and 12 rows
-// (Q8) plus the activation lines exceed its 12 ways; one line of padding spreads them out
-// (8da8w prefill: down_proj took 1.21–1.32× gate_proj's time at the same FLOPs, 0.99–1.02× padded).
-size_t SlabStride(size_t K) { return K + 64; }
-
-// dst[padded] = src[rows] followed by zeros: per-row factors sized to whole panels, so a tile
-// loads its panel's 32 of them as vectors.
-template <class T>
-void PadToPanels(const T* src, size_t rows, size_t padded, T* dst) {
-  for (size_t r = 0; r < padded; ++r) dst[r] = r < rows ? src[r] : T(0);
-}
 
 // In place: r[j] lane i becomes r[i] lane j (a 16×16 transpose of 32-bit elements).
 SLM_VNNI_TARGET inline void Transpose16x16(__m512i (&r)[16]) {
@@ -100,15 +94,6 @@ SLM_VNNI_TARGET void TransposeQuads(const int8_t* xq, size_t R, size_t K, uint8_
   }
 }
 
-// Lines of the next weight block to prefetch while a tile computes: the block was unpacked
-// into the slab in one burst of loads that nothing overlapped (65% of the block's time went to
-// waiting for memory); one line per 4-k step of the first panel's tile covers it (a block is
-// kM·K or kM·K/2 bytes, a tile K/4 steps).
-struct Prefetch {
-  const uint8_t* next = nullptr;
-  size_t bytes = 0;
-};
-
 // a[m] += Σ_{q in [q0, q1)} w[m, 4q..4q+3] · xt[q][0..16) (w: kM rows, ldw bytes apart), b[m]
 // the same for lanes 16..32.
 // kSignedWeights: w is the signed operand of vpdpbusd and xt the unsigned one (Q4: q − 8 against
@@ -128,17 +113,6 @@ SLM_VNNI_TARGET inline void PanelSteps(const int8_t* xt, const uint8_t* w, size_
       a[m] = kSignedWeights ? Dpbusd(a[m], x0, wb) : Dpbusd(a[m], wb, x0);
       b[m] = kSignedWeights ? Dpbusd(b[m], x1, wb) : Dpbusd(b[m], wb, x1);
     }
-  }
-}
-
-// y[r, n + m] = out[m][j] for the rows r = 32·p + j < R of panel p (out: the tile's finished
-// f32 results); row-major, so each row of y gets kM contiguous stores.
-template <size_t kM>
-inline void WriteRows(const float* out, size_t p, size_t R, size_t N, size_t n, float* y) {
-  const size_t rows = std::min(kP, R - p * kP);
-  for (size_t j = 0; j < rows; ++j) {
-    float* yr = y + (p * kP + j) * N + n;
-    for (size_t m = 0; m < kM; ++m) yr[m] = out[m * kP + j];
   }
 }
 
@@ -174,22 +148,9 @@ SLM_VNNI_TARGET void Q8PanelTile(const int8_t* xt, const uint8_t* w, size_t K, s
   }
 }
 
-struct Q8Args {
-  const int8_t* xt;
-  const int32_t* xsum;  // [panels·32] Σ_k xq[r, k], zeros past R
-  const float* xscale;  // [panels·32], zeros past R
-  const int8_t* w;
-  const float* scales;
-  const float* bias;
-  float* y;
-  size_t R, K, N;
-  uint8_t* slab;  // [kQ8M, SlabStride(K)]
-  float* out;     // [kQ8M, 32]
-};
-
 // Columns [n, n + kM) for all R rows.
 template <size_t kM>
-SLM_VNNI_TARGET void Q8PanelBlock(const Q8Args& s, size_t n) {
+SLM_VNNI_TARGET void Q8PanelBlock(const Q8PanelArgs& s, size_t n) {
   const __m512i flip = _mm512_set1_epi8(int8_t(0x80));
   for (size_t c = 0; c < kM; ++c) {
     const int8_t* src = s.w + (n + c) * s.K;
@@ -198,15 +159,13 @@ SLM_VNNI_TARGET void Q8PanelBlock(const Q8Args& s, size_t n) {
     }
   }
   // The next block's rows follow this one's in memory (rows past the end are never loaded:
-  // prefetches do not fault, but the range is clipped to the matrix anyway). Prefetched during
-  // the last panel's tile: earlier, the panels after it (xt is 1 MB at 512 rows × K 2048) evicted
-  // the lines again before the next block's unpack.
+  // prefetches do not fault, but the range is clipped to the matrix anyway).
   const size_t left = (s.N - n - kM) * s.K, panels = (s.R + kP - 1) / kP;
   const Prefetch next{reinterpret_cast<const uint8_t*>(s.w + (n + kM) * s.K), std::min(left, kM * s.K)};
   for (size_t p = 0; p < panels; ++p) {
     Q8PanelTile<kM>(s.xt + p * kP * s.K, s.slab, s.K, SlabStride(s.K), PanelRows{s.xsum + p * kP, s.xscale + p * kP},
                     s.scales + n, s.bias ? s.bias + n : nullptr, s.out, p + 1 == panels ? next : Prefetch{});
-    WriteRows<kM>(s.out, p, s.R, s.N, n, s.y);
+    WriteRows<kP, kM>(s.out, p, s.R, s.N, n, s.y);
   }
 }
 
@@ -320,23 +279,8 @@ SLM_VNNI_TARGET void UnpackQ4RowSigned(const uint8_t* src, size_t K, size_t G, u
   }
 }
 
-struct Q4Args {
-  const int8_t* xt;
-  const int32_t* gs;  // [panels, groups, 32] group sums of xq (unless signed + symmetric)
-  const float* xscale;  // [panels·32], zeros past R
-  const uint8_t* w;
-  const float* scales;
-  const float* offsets;
-  const float* bias;
-  float* y;
-  size_t R, K, N, G;
-  uint8_t* slab;   // [kQ4M, SlabStride(K)]
-  int32_t* qfix;   // [kQ4M, groups]
-  float* out;      // [kQ4M, 32]
-};
-
 template <size_t kM, bool kSigned>
-SLM_VNNI_TARGET void Q4PanelBlock(const Q4Args& s, size_t n) {
+SLM_VNNI_TARGET void Q4PanelBlock(const Q4PanelArgs& s, size_t n) {
   const size_t groups = s.K / s.G;
   for (size_t c = 0; c < kM; ++c) {
     const uint8_t* row = s.w + (n + c) * (s.K / 2);
@@ -354,7 +298,7 @@ SLM_VNNI_TARGET void Q4PanelBlock(const Q4Args& s, size_t n) {
     Q4PanelTile<kM, kSigned>(s.xt + p * kP * s.K, s.slab, s.K, SlabStride(s.K), s.G, sc, oc, s.qfix,
                              s.gs + p * groups * kP, PanelRows{nullptr, s.xscale + p * kP}, s.bias ? s.bias + n : nullptr,
                              s.out, p + 1 == panels ? next : Prefetch{});
-    WriteRows<kM>(s.out, p, s.R, s.N, n, s.y);
+    WriteRows<kP, kM>(s.out, p, s.R, s.N, n, s.y);
   }
 }
 
@@ -367,7 +311,7 @@ void MatMulQ8DynPanelVnni(const int8_t* xq, const float* xscale, const int32_t* 
   const size_t xt_bytes = Align64(panels * kP * k), slab_bytes = Align64(kQ8M * SlabStride(k));
   const size_t out_bytes = Align64(kQ8M * kP * sizeof(float)), row_bytes = panels * kP * sizeof(float);
   uint8_t* scratch = PanelScratch(xt_bytes + slab_bytes + out_bytes + 2 * row_bytes);
-  Q8Args s{};
+  Q8PanelArgs s{};
   s.xt = reinterpret_cast<int8_t*>(scratch);
   s.slab = scratch + xt_bytes;
   s.out = reinterpret_cast<float*>(scratch + xt_bytes + slab_bytes);
@@ -402,7 +346,7 @@ void MatMulQ4DynPanelVnni(const int8_t* xq, const float* xscale, const int32_t* 
   const size_t out_bytes = Align64(kQ4M * kP * sizeof(float)), row_bytes = panels * kP * sizeof(float);
   const size_t gs_bytes = Align64(panels * groups * kP * sizeof(int32_t));
   uint8_t* scratch = PanelScratch(xt_bytes + slab_bytes + out_bytes + row_bytes + gs_bytes + kQ4M * groups * sizeof(int32_t));
-  Q4Args s{};
+  Q4PanelArgs s{};
   s.xt = reinterpret_cast<int8_t*>(scratch);
   s.slab = scratch + xt_bytes;
   s.out = reinterpret_cast<float*>(scratch + xt_bytes + slab_bytes);
@@ -413,14 +357,7 @@ void MatMulQ4DynPanelVnni(const int8_t* xq, const float* xscale, const int32_t* 
   // The signed form from two panels on (see Q4PanelTile); symmetric signed tiles need no sums.
   const bool signed_form = panels >= 2;
   TransposeQuads(xq, rows, k, signed_form ? 0x80 : 0, reinterpret_cast<int8_t*>(scratch));
-  for (size_t p = 0; p < panels && (!signed_form || offsets != nullptr); ++p) {
-    for (size_t g = 0; g < groups; ++g) {
-      for (size_t j = 0; j < kP; ++j) {
-        const size_t r = p * kP + j;
-        gs[(p * groups + g) * kP + j] = r < rows ? group_sums[r * groups + g] : 0;
-      }
-    }
-  }
+  if (!signed_form || offsets != nullptr) GroupSumsToPanels<kP>(group_sums, rows, groups, gs);
   s.gs = gs;
   s.xscale = xscale_pad;
   s.w = w;
