@@ -28,23 +28,13 @@ namespace slm::kernels {
 
 #if SLM_HAVE_VNNI_KERNELS
 
-#define SLM_AVXVNNI_TARGET __attribute__((target("avx2,fma,avxvnni")))
-
 namespace {
 
 constexpr size_t kStep = 64;              // weights per 32-byte load
 constexpr size_t kStepPartBytes = 3 * 64;  // per step: parts 1-3 × (32 low-half, 32 high-half bytes)
 
-SLM_AVXVNNI_TARGET inline __m256i Dpbusd(__m256i acc, __m256i a, __m256i b) {
-  return _mm256_dpbusd_avx_epi32(acc, a, b);
-}
-
-SLM_AVXVNNI_TARGET inline float ReduceAdd(__m256 v) {
-  __m128 q = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-  q = _mm_add_ss(q, _mm_movehdup_ps(q));
-  return _mm_cvtss_f32(q);
-}
+using vnni::Dpbusd256;
+using vnni::ReduceAdd256;
 
 // 8 int32 lanes (values within int8) → 8 bytes.
 SLM_AVXVNNI_TARGET inline int64_t PackBytes(__m256i v) {
@@ -156,9 +146,9 @@ SLM_AVXVNNI_TARGET inline void Tile(const float* x, const int8_t* parts, const i
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wt));
       const __m256i lo = _mm256_and_si256(v, nibble);
       const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
-      __m256i d = Dpbusd(Dpbusd(_mm256_setzero_si256(), lo, x1l), hi, x1h);
-      d = Dpbusd(Dpbusd(_mm256_slli_epi32(d, 7), lo, x2l), hi, x2h);
-      d = Dpbusd(Dpbusd(_mm256_slli_epi32(d, 7), lo, x3l), hi, x3h);
+      __m256i d = Dpbusd256(Dpbusd256(_mm256_setzero_si256(), lo, x1l), hi, x1h);
+      d = Dpbusd256(Dpbusd256(_mm256_slli_epi32(d, 7), lo, x2l), hi, x2h);
+      d = Dpbusd256(Dpbusd256(_mm256_slli_epi32(d, 7), lo, x3l), hi, x3h);
       const __m256 f = _mm256_mul_ps(StepScales<kG32>(scales + r * groups + first_scale), bs);
       acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(d, cc)), f, acc[r]);
     }
@@ -171,7 +161,7 @@ SLM_AVXVNNI_TARGET inline void Tile(const float* x, const int8_t* parts, const i
   }
   for (size_t r = 0; r < kN; ++r) {
     const float* sr = scales + r * groups;
-    float dot = ReduceAdd(acc[r]);
+    float dot = ReduceAdd256(acc[r]);
     if (offsets != nullptr) {  // Σ_g (o_g + 8·s_g)·Σ_{k∈g} x: the asymmetric groups' second term
       const float* orow = offsets + r * groups;
       __m256 o = _mm256_setzero_ps();
@@ -180,7 +170,7 @@ SLM_AVXVNNI_TARGET inline void Tile(const float* x, const int8_t* parts, const i
         const __m256 og = _mm256_fmadd_ps(_mm256_set1_ps(8.0f), _mm256_loadu_ps(sr + g), _mm256_loadu_ps(orow + g));
         o = _mm256_fmadd_ps(og, _mm256_loadu_ps(xg + g), o);
       }
-      dot += ReduceAdd(o);
+      dot += ReduceAdd256(o);
       for (; g < groups; ++g) dot += (orow[g] + 8.0f * sr[g]) * xg[g];
     }
     out[r] = dot + vnni::Q4TailBlocks(x, w + r * row_bytes, sr, steps * kStep, K, G);
@@ -208,7 +198,7 @@ SLM_AVXVNNI_TARGET void Rows(const float* x, const uint8_t* w, const float* scal
       for (size_t g = 0; g < groups; ++g) {
         __m256 s = _mm256_setzero_ps();
         for (size_t k = g * G; k < (g + 1) * G; k += 8) s = _mm256_add_ps(s, _mm256_loadu_ps(xr + k));
-        xg[g] = ReduceAdd(s);
+        xg[g] = ReduceAdd256(s);
       }
     }
     float dots[kN];

@@ -1,17 +1,19 @@
-// AVX-VNNI bodies of the dynamic-activation quantized products (8da8w, 8da4w) for decode: the
-// 256-bit, VEX-encoded vpdpbusd of CPUs that have it without AVX-512 (Intel Alder Lake and later
-// client cores; also AMD Zen 4/5, which take the AVX-512 VNNI bodies). The dispatch takes them
-// when the CPU has AVX-VNNI and AVX-512 VNNI is not in use (where it is, shapes it rejects go to
-// Highway, so prefill and decode stay in one family), for R < kAvxVnniMaxRows rows of x; prefill
-// chunks stay on the Highway tiles and int16 panel, which form every output in the same order
-// (quant_kernels.h), so the two give the same bits (tested bit for bit).
+// AVX-VNNI bodies of the dynamic-activation quantized products (8da8w, 8da4w): the 256-bit,
+// VEX-encoded vpdpbusd of CPUs that have it without AVX-512 (Intel Alder Lake and later client
+// cores; AMD Zen 4/5 have it too but take the AVX-512 VNNI bodies). The dispatch takes them when
+// the CPU has AVX-VNNI and AVX-512 VNNI is not in use (where it is, shapes it rejects go to
+// Highway, so prefill and decode stay in one family): the decode tiles below for R <
+// kAvxVnniMaxRows rows of x, the panel GEMMs of matmul_q_avxvnni_panel.cc from kAvxVnniPanelRows;
+// the rows in between stay on the Highway tiles. Every one of these bodies forms its outputs in
+// the order of quant_kernels.h, as the Highway ones do, so all give the same bits (tested bit for
+// bit).
 //
 // Why: without an int8 dot instruction the Highway AVX2 bodies widen both operands to int16 and
 // use vpmaddwd: per 32 products two widenings, two multiply-adds and two adds; vpdpbusd does 32
 // u8×s8 products summed into 8 int32 lanes in one instruction. Written with intrinsics in a
 // function-level target for the reason given in matmul_q_vnni.cc (no such op in Highway 1.0.3).
 //
-// The two products follow the AVX-512 VNNI tiles of matmul_q_vnni.cc at half the width:
+// The decode tiles follow the AVX-512 VNNI tiles of matmul_q_vnni.cc at half the width:
 //  - Q8: w + 128 (unsigned) times xq (signed), minus 128·Σxq per row; exact; the output
 //    float(dot)·x_scale·w_scale + bias, unfused, as the Highway bodies form it.
 //  - Q4: the nibbles (0..15) unsigned, xq signed. A 32-byte load is 64 k: two 32-k blocks, block
@@ -62,22 +64,11 @@ void SetAvxVnniEnabledForTest(bool enabled) { avx_vnni_enabled_for_test.store(en
 
 #if SLM_HAVE_VNNI_KERNELS
 
-#define SLM_AVXVNNI_TARGET __attribute__((target("avx2,fma,avxvnni")))
-
 namespace {
 
+using vnni::Dpbusd256;
+using vnni::ReduceAdd256;
 using vnni::ThreadScratch;
-
-SLM_AVXVNNI_TARGET inline __m256i Dpbusd(__m256i acc, __m256i a, __m256i b) {
-  return _mm256_dpbusd_avx_epi32(acc, a, b);
-}
-
-SLM_AVXVNNI_TARGET inline int32_t ReduceAdd(__m256i v) {
-  __m128i q = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(1, 0, 3, 2)));
-  q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(2, 3, 0, 1)));
-  return _mm_cvtsi128_si32(q);
-}
 
 // ---- Q8 × dynamic int8 ----
 
@@ -87,9 +78,9 @@ SLM_AVXVNNI_TARGET void RowSums(const int8_t* xq, int32_t* xsum, size_t R, size_
   for (size_t r = 0; r < R; ++r) {
     __m256i acc = _mm256_setzero_si256();
     for (size_t k = 0; k < K; k += 32) {
-      acc = Dpbusd(acc, ones, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + r * K + k)));
+      acc = Dpbusd256(acc, ones, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + r * K + k)));
     }
-    xsum[r] = ReduceAdd(acc);
+    xsum[r] = ReduceAdd256(acc);
   }
 }
 
@@ -108,14 +99,14 @@ SLM_AVXVNNI_TARGET inline void Q8Tile(const int8_t* xq, float xscale, int32_t xs
     for (int c = 0; c < kN; ++c) {
       if (k % 64 == 0) _mm_prefetch(static_cast<const char*>(DecodePrefetchAddress(w + c * K + k, k, K, kN)), _MM_HINT_T0);
       const __m256i wv = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + c * K + k)), flip);
-      acc[c] = Dpbusd(acc[c], wv, xv);
+      acc[c] = Dpbusd256(acc[c], wv, xv);
     }
   }
   #pragma GCC unroll 8
   for (int c = 0; c < kN; ++c) {
     // float(dot) · x_scale · w_scale, then + bias, unfused: the Highway tiles and int16 panel,
     // which run the prefill products on these CPUs, form their outputs that way (Q8DynOutput).
-    float v = float(ReduceAdd(acc[c]) - 128 * xsum) * xscale * scales[c];
+    float v = float(ReduceAdd256(acc[c]) - 128 * xsum) * xscale * scales[c];
     __asm__("" : "+x"(v));  // keeps GCC from contracting the add below into an FMA
     y[c] = bias ? v + bias[c] : v;
   }
@@ -238,7 +229,7 @@ SLM_AVXVNNI_TARGET inline void Q4Tile(const int8_t* xp, float xscale, const int3
         }
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + (4 * s + j) * row_bytes + 32 * t));
         const __m256i lo = _mm256_and_si256(v, nibble), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
-        dots[j] = Dpbusd(Dpbusd(_mm256_setzero_si256(), lo, xl), hi, xh);
+        dots[j] = Dpbusd256(Dpbusd256(_mm256_setzero_si256(), lo, xl), hi, xh);
       }
       const __m256i M = BlockSums4(dots[0], dots[1], dots[2], dots[3]);  // half b: block 2t + b
       const __m128i b0 = _mm256_castsi256_si128(M), b1 = _mm256_extracti128_si256(M, 1);
@@ -303,11 +294,11 @@ SLM_AVXVNNI_TARGET double AvxVnniDotLoopBody(int64_t iters, int32_t* sink) {
   for (int j = 0; j < 12; ++j) acc[j] = _mm256_set1_epi32(j);
   for (int64_t i = 0; i < iters; ++i) {
     #pragma GCC unroll 12
-    for (int j = 0; j < 12; ++j) acc[j] = Dpbusd(acc[j], a, b);
+    for (int j = 0; j < 12; ++j) acc[j] = Dpbusd256(acc[j], a, b);
   }
   __m256i s = acc[0];
   for (int j = 1; j < 12; ++j) s = _mm256_add_epi32(s, acc[j]);
-  *sink = ReduceAdd(s);
+  *sink = ReduceAdd256(s);
   return double(iters) * 12 * 32 * 2;
 }
 

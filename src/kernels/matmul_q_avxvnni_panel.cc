@@ -29,8 +29,6 @@ namespace slm::kernels {
 
 #if SLM_HAVE_VNNI_KERNELS
 
-#define SLM_AVXVNNI_TARGET __attribute__((target("avx2,fma,avxvnni")))
-
 namespace {
 
 using vnni::Align64;
@@ -46,10 +44,6 @@ using vnni::WriteRows;
 
 constexpr size_t kP = 16;  // rows per panel: 2 vectors of 8 int32 lanes
 constexpr size_t kM = 6;   // weight rows per tile: 12 accumulators + 2 x + 1 broadcast
-
-SLM_AVXVNNI_TARGET inline __m256i Dpbusd(__m256i acc, __m256i a, __m256i b) {
-  return _mm256_dpbusd_avx_epi32(acc, a, b);
-}
 
 // In place: r[j] lane i becomes r[i] lane j (an 8×8 transpose of 32-bit elements).
 SLM_AVXVNNI_TARGET inline void Transpose8x8(__m256i (&r)[8]) {
@@ -107,8 +101,8 @@ SLM_AVXVNNI_TARGET inline void PanelSteps(const int8_t* xt, const uint8_t* w, si
       int32_t quad;
       std::memcpy(&quad, w + m * ldw + 4 * q, 4);
       const __m256i wb = _mm256_set1_epi32(quad);
-      a[m] = Dpbusd(a[m], wb, x0);
-      b[m] = Dpbusd(b[m], wb, x1);
+      a[m] = vnni::Dpbusd256(a[m], wb, x0);
+      b[m] = vnni::Dpbusd256(b[m], wb, x1);
     }
   }
 }

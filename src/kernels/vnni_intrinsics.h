@@ -21,6 +21,9 @@
 #define SLM_AVX512F_TARGET __attribute__((target("avx512f")))
 // Plain AVX2: inlinable into the AVX-512 VNNI and the AVX-VNNI functions.
 #define SLM_AVX2_TARGET __attribute__((target("avx2")))
+// AVX-VNNI (the VEX-encoded 256-bit vpdpbusd of CPUs without AVX-512): the function-level target
+// of matmul_q_avxvnni*.cc and matmul_q4_split_x_avxvnni.cc.
+#define SLM_AVXVNNI_TARGET __attribute__((target("avx2,fma,avxvnni")))
 
 namespace slm::kernels::vnni {
 
@@ -57,6 +60,24 @@ SLM_VNNI_TARGET inline __m512i Dpbusd(__m512i acc, __m512i a, __m512i b) {
 #else
   return _mm512_dpbusd_epi32(acc, a, b);
 #endif
+}
+
+// The 256-bit forms for the AVX-VNNI bodies: acc + Σ₄ a(u8)·b(s8) per int32 lane, and the
+// horizontal sums.
+SLM_AVXVNNI_TARGET inline __m256i Dpbusd256(__m256i acc, __m256i a, __m256i b) {
+  return _mm256_dpbusd_avx_epi32(acc, a, b);
+}
+SLM_AVX2_TARGET inline int32_t ReduceAdd256(__m256i v) {
+  __m128i q = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(1, 0, 3, 2)));
+  q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(q);
+}
+SLM_AVX2_TARGET inline float ReduceAdd256(__m256 v) {
+  __m128 q = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+  q = _mm_add_ss(q, _mm_movehdup_ps(q));
+  return _mm_cvtss_f32(q);
 }
 
 // The group scales of one 128-weight chunk of a Q4 row as a lane vector: lane i belongs to the

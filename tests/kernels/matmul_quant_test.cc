@@ -472,7 +472,8 @@ TEST_F(AvxVnniMatMulTest, PrefillRowsEqualTheOneRowPathBitForBit) {
     for (int64_t K : {32, 64, 192, 1024}) {
       for (int64_t N : {1, 6, 13}) ASSERT_TRUE(RowsEqualTheOneRowPath(false, R, K, N, 1, false, N != 6));
     }
-    for (int64_t G : {32, 64, 128, 256}) {
+    // G = 96: the panel's group, decoded by the Highway tiles.
+    for (int64_t G : {32, 64, 96, 128, 256}) {
       for (int64_t K : {64, 192, 512, 1088}) {
         if (K % G != 0) continue;
         for (int64_t N : {1, 6, 13}) ASSERT_TRUE(RowsEqualTheOneRowPath(true, R, K, N, G, (R + N) % 2 == 1, N != 6));
