@@ -25,6 +25,7 @@ void QuantizeRowsI8(const float* x, int8_t* xq, float* xscale, int32_t* group_su
 
 void MatMulQ8Columns(const float* x, const int8_t* w, const float* scales, const float* bias,
                      float* y, int64_t R, int64_t K, int64_t N, int64_t n_begin, int64_t n_end) {
+  if (MatMulQ8ColumnsSplitXAvxVnni(x, w, scales, bias, y, R, K, N, n_begin, n_end)) return;
   HWY_DYNAMIC_DISPATCH(MatMulQ8Columns)(x, w, scales, bias, y, R, K, N, n_begin, n_end);
 }
 

@@ -482,6 +482,66 @@ TEST_F(AvxVnniMatMulTest, PrefillRowsEqualTheOneRowPathBitForBit) {
   }
 }
 
+// The int8 weight-only split-x body (decode rows): x in three int8 parts per 4 values, so the
+// Highway tolerance holds and x keeps near-f32 precision, also next to outliers.
+TEST_F(AvxVnniMatMulTest, Int8WeightOnlyDecodeMatchesReferenceOnAwkwardShapes) {
+  std::vector<float> x(32, 1.0f);
+  std::vector<int8_t> w(32, 3);
+  float sc = 1, y = 0;
+  ASSERT_TRUE(MatMulQ8ColumnsSplitXAvxVnni(x.data(), w.data(), &sc, nullptr, &y, 1, 32, 1, 0, 1)) << "dispatch would not take it";
+  EXPECT_FALSE(MatMulQ8ColumnsSplitXAvxVnni(x.data(), w.data(), &sc, nullptr, &y, 1, 48, 1, 0, 1));  // K % 32
+  EXPECT_FALSE(MatMulQ8ColumnsSplitXAvxVnni(x.data(), w.data(), &sc, nullptr, &y, 4, 32, 1, 0, 1));  // 4 rows
+  for (int64_t R : {1, 2, 3}) {
+    for (int64_t K : {32, 64, 96, 1024, 2080}) {
+      for (int64_t N : {1, 3, 4, 5, 9, 33}) ASSERT_TRUE(Q8Matches(R, K, N, (R + N) % 2 == 0, false));
+    }
+  }
+  ASSERT_TRUE(Q8Matches(2, 48, 5, true, false));  // the Highway tile
+}
+
+TEST_F(AvxVnniMatMulTest, Int8WeightOnlySplitXKeepsXNearF32Precision) {
+  // Measured 1.9e-8 / 7.7e-9 (random x, K 2048 / 8192) and 1.7e-7 / 1.1e-7 (1% of the values
+  // ×300) of Σ|x·ŵ|: as the int4 split-x bodies.
+  for (int64_t K : {2048, 8192}) {
+    for (bool outliers : {false, true}) {
+      std::vector<float> x = RandomFloats(size_t(K), uint32_t(K + outliers));
+      if (outliers) {
+        for (int64_t i = 0; i < K / 100; ++i) x[size_t((i * 977) % K)] *= 300.0f;
+      }
+      const int64_t N = 16;
+      const Q8Weights q = RandomQ8(N, K, 9);
+      std::vector<float> wdeq(static_cast<size_t>(N * K)), y(static_cast<size_t>(N)), want(static_cast<size_t>(N));
+      for (int64_t n = 0; n < N; ++n) DequantizeRowQ8(q.w.data(), q.scales.data(), K, n, 1.0f, wdeq.data() + n * K);
+      ASSERT_TRUE(MatMulQ8ColumnsSplitXAvxVnni(x.data(), q.w.data(), q.scales.data(), nullptr, y.data(), 1, K, N, 0, N));
+      reference::MatMulQ8(x.data(), q.w.data(), q.scales.data(), nullptr, want.data(), 1, K, N);
+      const auto mag = Magnitude(x, wdeq, nullptr, 1, K, N);
+      double worst = 0;
+      for (int64_t n = 0; n < N; ++n) worst = std::max(worst, std::fabs(double(y[size_t(n)]) - want[size_t(n)]) / mag[size_t(n)]);
+      std::printf("[ SPLITX ] int8 K %ld%s: worst |y - ref| / sum|x w| %.3g\n", long(K), outliers ? ", outliers" : "", worst);
+      EXPECT_LE(worst, outliers ? 1e-6 : 1e-7) << "K " << K;
+    }
+  }
+}
+
+TEST_F(AvxVnniMatMulTest, Int8WeightOnlyZeroTinyAndNonFiniteValuesOfX) {
+  const int64_t K = 128, N = 5;
+  const Q8Weights q = RandomQ8(N, K, 12);
+  std::vector<float> x = RandomFloats(size_t(K), 13);
+  for (int64_t k = 0; k < 32; ++k) x[size_t(k)] = 0.0f;
+  for (int64_t k = 32; k < 64; ++k) x[size_t(k)] *= 1e-38f;
+  for (int64_t k = 64; k < 96; ++k) x[size_t(k)] *= 1e30f;
+  std::vector<float> y(static_cast<size_t>(N)), want(static_cast<size_t>(N));
+  ASSERT_TRUE(MatMulQ8ColumnsSplitXAvxVnni(x.data(), q.w.data(), q.scales.data(), nullptr, y.data(), 1, K, N, 0, N));
+  reference::MatMulQ8(x.data(), q.w.data(), q.scales.data(), nullptr, want.data(), 1, K, N);
+  for (int64_t n = 0; n < N; ++n) EXPECT_NEAR(y[size_t(n)], want[size_t(n)], 1e-5 * std::fabs(want[size_t(n)])) << n;
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    std::vector<float> xb = RandomFloats(size_t(K), 14);
+    xb[77] = bad;
+    ASSERT_TRUE(MatMulQ8ColumnsSplitXAvxVnni(xb.data(), q.w.data(), q.scales.data(), nullptr, y.data(), 1, K, N, 0, N));
+    for (int64_t n = 0; n < N; ++n) EXPECT_FALSE(std::isfinite(y[size_t(n)])) << "x[77] = " << bad << ", n " << n;
+  }
+}
+
 TEST_F(AvxVnniMatMulTest, ShapesItCannotTakeFallBackToHighway) {
   std::vector<int8_t> xq(4 * 96, 1), w(96, 1);
   std::vector<uint8_t> w4(48, 0x11);

@@ -2,9 +2,9 @@
 // against its scalar reference; here the artifacts run end to end as they would on an older or
 // smaller x86 CPU: each Highway target this build compiled and the CPU supports (here AVX3, AVX2,
 // SSE4, SSSE3 and SCALAR) with the AVX-512 VNNI intrinsic bodies switched off ("AVX2 without
-// VNNI" is a plain AVX2 machine), and for the dynamic-activation schemes and int4 also AVX2 with
-// the AVX-VNNI bodies (an Alder Lake class CPU, where the CPU has AVX-VNNI); their logits are
-// compared with those of the best path (the default dispatch).
+// VNNI" is a plain AVX2 machine), and for the quantized schemes also AVX2 with the AVX-VNNI
+// bodies (an Alder Lake class CPU, where the CPU has AVX-VNNI); their logits are compared with
+// those of the best path (the default dispatch).
 // Every scheme and cache type that has target-specific kernels: f32, int8, int4 (symmetric and
 // asymmetric groups), 8da4w, 8da8w, the int8 KV cache; prefill chunks of 32 rows so the panel
 // GEMMs run as well as the decode tiles. And on every such path the contract's conformance
@@ -117,11 +117,11 @@ struct KernelPath {
 };
 
 // Every target this CPU supports without VNNI, and AVX2 with AVX-VNNI where the CPU has it and the
-// scheme reaches those bodies (the dynamic-activation ones and int4 weight-only decode). Call
-// before forcing any target.
+// scheme reaches those bodies (every quantized one: the dynamic products, int4 and int8
+// weight-only decode). Call before forcing any target.
 std::vector<KernelPath> PathsBesidesTheDefault(const std::string& scheme) {
   std::vector<KernelPath> paths;
-  const bool avx_vnni = kernels::AvxVnniAvailable() && (scheme.rfind("8da", 0) == 0 || scheme.rfind("int4", 0) == 0);
+  const bool avx_vnni = kernels::AvxVnniAvailable() && scheme != "none";
   for (int64_t t : kernels::SupportedSimdTargets()) {
     if (avx_vnni && t == HWY_AVX2) paths.push_back({t, true});
     paths.push_back({t, false});
@@ -208,7 +208,7 @@ INSTANTIATE_TEST_SUITE_P(Models, SimdTargetPaths, ::testing::ValuesIn(AllPathCas
 // has them) and on each other kernel path (PathsBesidesTheDefault), with steps on both sides of
 // every target's panel threshold (8 rows on SSE4, 16 on AVX2, 32 on AVX3 and for the VNNI panels).
 // On AVX2 with AVX-VNNI, the 8da* products run the AVX-VNNI tiles (decode) and panels (from 16
-// rows), the Highway tiles in between; int4 decode the AVX-VNNI split-x body.
+// rows), the Highway tiles in between; int4 and int8 decode the AVX-VNNI split-x bodies.
 class SimdTargetConformance : public ::testing::TestWithParam<PathCase> {};
 
 TEST_P(SimdTargetConformance, PassesOnTheDefaultPathAndEveryOtherKernelPath) {
