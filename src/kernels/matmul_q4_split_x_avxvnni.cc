@@ -2,7 +2,7 @@
 // split-x kernel of matmul_q4_split_x.cc at half width, for CPUs with AVX-VNNI and no AVX-512
 // (Intel Alder Lake and later client cores), where MatMulQ4Columns' dispatch would otherwise run
 // the Highway AVX2 tile (per 32 weights: widen, mask and shift the nibbles, convert, a
-// dequantizing FMA and the FMA with x; compute-bound at 22 tok/s on the 1B shape).
+// dequantizing FMA and the FMA with x; compute-bound at 16–23 tok/s on the 1B shape).
 //
 // x is split per 8 values into three int8 parts (x = s·(q1 + q2/128 + q3/16384), s = max|x|/127
 // over the 8), so x keeps ~2⁻²² of its lane's largest |x| (precision: matmul_q4_split_x.cc), and
@@ -34,13 +34,8 @@ constexpr size_t kStep = 64;              // weights per 32-byte load
 constexpr size_t kStepPartBytes = 3 * 64;  // per step: parts 1-3 × (32 low-half, 32 high-half bytes)
 
 using vnni::Dpbusd256;
+using vnni::PackBytes256;
 using vnni::ReduceAdd256;
-
-// 8 int32 lanes (values within int8) → 8 bytes.
-SLM_AVXVNNI_TARGET inline int64_t PackBytes(__m256i v) {
-  const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  return _mm_cvtsi128_si64(_mm_packs_epi16(w16, w16));
-}
 
 // One x row split for the tile: per step t, parts[t] (kStepPartBytes: part p's low-half bytes at
 // 64·p, high-half bytes at 64·p + 32), centre[8t..8t+8) (per lane: 8 · Σ of the combined parts
@@ -83,7 +78,7 @@ SLM_AVXVNNI_TARGET void SplitX(const float* x, int8_t* parts, int32_t* centre, f
           const __m256i i1 = _mm256_cvtps_epi32(q1), i2 = _mm256_cvtps_epi32(q2), i3 = _mm256_cvtps_epi32(q3);
           // Bytes 16b + 8v.. of the half's operand (block b's values 8v..8v+7 of this half).
           int8_t* out = pt + 32 * h + 16 * b + 8 * v;
-          const int64_t p1 = PackBytes(i1), p2 = PackBytes(i2), p3 = PackBytes(i3);
+          const int64_t p1 = PackBytes256(i1), p2 = PackBytes256(i2), p3 = PackBytes256(i3);
           std::memcpy(out, &p1, 8);
           std::memcpy(out + 64, &p2, 8);
           std::memcpy(out + 128, &p3, 8);

@@ -31,15 +31,10 @@ namespace slm::kernels {
 namespace {
 
 using vnni::Dpbusd256;
+using vnni::PackBytes256;
 using vnni::ReduceAdd256;
 
 constexpr size_t kStep = 32;  // weights per 32-byte load: 8 lanes of 4
-
-// 8 int32 lanes (values within int8) → 8 bytes.
-SLM_AVXVNNI_TARGET inline int64_t PackBytes(__m256i v) {
-  const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  return _mm_cvtsi128_si64(_mm_packs_epi16(w16, w16));
-}
 
 // One x row split for the tile: parts p = 0, 1, 2 at parts + p·K (x in k order as int8), per lane
 // of 4 values centre[k / 4] = 128 · Σ of their combined parts and lane_scales[k / 4] = s / 16384
@@ -68,7 +63,7 @@ SLM_AVXVNNI_TARGET void SplitX(const float* x, size_t K, int8_t* parts, int32_t*
     const __m256 q2 = _mm256_round_ps(r1, kRound);
     const __m256 q3 = _mm256_round_ps(_mm256_mul_ps(_mm256_sub_ps(r1, q2), step), kRound);
     const __m256i i1 = _mm256_cvtps_epi32(q1), i2 = _mm256_cvtps_epi32(q2), i3 = _mm256_cvtps_epi32(q3);
-    const int64_t p1 = PackBytes(i1), p2 = PackBytes(i2), p3 = PackBytes(i3);
+    const int64_t p1 = PackBytes256(i1), p2 = PackBytes256(i2), p3 = PackBytes256(i3);
     std::memcpy(parts + k, &p1, 8);
     std::memcpy(parts + K + k, &p2, 8);
     std::memcpy(parts + 2 * K + k, &p3, 8);

@@ -62,8 +62,8 @@ SLM_VNNI_TARGET inline __m512i Dpbusd(__m512i acc, __m512i a, __m512i b) {
 #endif
 }
 
-// The 256-bit forms for the AVX-VNNI bodies: acc + Σ₄ a(u8)·b(s8) per int32 lane, and the
-// horizontal sums.
+// The 256-bit forms for the AVX-VNNI bodies: acc + Σ₄ a(u8)·b(s8) per int32 lane, the horizontal
+// sums and a byte pack.
 SLM_AVXVNNI_TARGET inline __m256i Dpbusd256(__m256i acc, __m256i a, __m256i b) {
   return _mm256_dpbusd_avx_epi32(acc, a, b);
 }
@@ -72,6 +72,11 @@ SLM_AVX2_TARGET inline int32_t ReduceAdd256(__m256i v) {
   q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(1, 0, 3, 2)));
   q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(2, 3, 0, 1)));
   return _mm_cvtsi128_si32(q);
+}
+// 8 int32 lanes holding int8 values → 8 bytes (the split-x parts).
+SLM_AVX2_TARGET inline int64_t PackBytes256(__m256i v) {
+  const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  return _mm_cvtsi128_si64(_mm_packs_epi16(w16, w16));
 }
 SLM_AVX2_TARGET inline float ReduceAdd256(__m256 v) {
   __m128 q = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
