@@ -7,6 +7,7 @@
 
 #if HWY_ONCE
 #include "kernels/matmul_q4_split_x.h"
+#include "kernels/matmul_q_dotprod.h"
 #include "kernels/matmul_q_vnni.h"
 #include "kernels/quant_kernels.h"
 
@@ -42,8 +43,11 @@ void MatMulQ4Columns(const float* x, const uint8_t* w, const float* scales, cons
 void MatMulQ8DynColumns(const int8_t* xq, const float* xscale, const int8_t* w,
                         const float* scales, const float* bias, float* y, int64_t R, int64_t K,
                         int64_t N, int64_t n_begin, int64_t n_end) {
-  if (MatMulQ8DynColumnsVnni(xq, xscale, w, scales, bias, y, R, K, N, n_begin, n_end)) return;
-  if (MatMulQ8DynColumnsAvxVnni(xq, xscale, w, scales, bias, y, R, K, N, n_begin, n_end)) return;
+  if (MatMulQ8DynColumnsVnni(xq, xscale, w, scales, bias, y, R, K, N, n_begin, n_end) ||
+      MatMulQ8DynColumnsAvxVnni(xq, xscale, w, scales, bias, y, R, K, N, n_begin, n_end) ||
+      MatMulQ8DynColumnsDotprod(xq, xscale, w, scales, bias, y, R, K, N, n_begin, n_end)) {
+    return;
+  }
   HWY_DYNAMIC_DISPATCH(MatMulQ8DynColumns)(xq, xscale, w, scales, bias, y, R, K, N, n_begin, n_end);
 }
 
@@ -52,7 +56,8 @@ void MatMulQ4DynColumns(const int8_t* xq, const float* xscale, const int32_t* gr
                         const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G,
                         int64_t n_begin, int64_t n_end) {
   if (MatMulQ4DynColumnsVnni(xq, xscale, group_sums, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end) ||
-      MatMulQ4DynColumnsAvxVnni(xq, xscale, group_sums, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end)) {
+      MatMulQ4DynColumnsAvxVnni(xq, xscale, group_sums, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end) ||
+      MatMulQ4DynColumnsDotprod(xq, xscale, group_sums, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end)) {
     return;
   }
   HWY_DYNAMIC_DISPATCH(MatMulQ4DynColumns)(xq, xscale, group_sums, w, scales, offsets, bias, y, R,

@@ -21,6 +21,7 @@ HWY_AFTER_NAMESPACE();
 
 #include "hwy/targets.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul_q_dotprod.h"
 #include "kernels/matmul_q_vnni.h"
 
 namespace slm::kernels {
@@ -48,6 +49,7 @@ Status SelectSimdTarget(std::string_view name) {
     ForceSimdTargetForTest(0);
     SetVnniEnabledForTest(true);
     SetAvxVnniEnabledForTest(true);
+    SetDotprodEnabledForTest(true);
     return Status::Ok();
   }
   std::string supported;
@@ -55,9 +57,10 @@ Status SelectSimdTarget(std::string_view name) {
     if (want == hwy::TargetName(target)) {
       ForceSimdTargetForTest(target);
       // The intrinsics bodies a CPU of that class would run: AVX-512 VNNI with AVX3, AVX-VNNI
-      // (Alder Lake and later client cores) with AVX2; neither below.
+      // (Alder Lake and later client cores) with AVX2, neither below; on Arm the dot product.
       SetVnniEnabledForTest(target == HWY_AVX3 || target == HWY_AVX3_DL);
       SetAvxVnniEnabledForTest(target == HWY_AVX2);
+      SetDotprodEnabledForTest(true);  // every Arm core with SVE has it, and most NEON ones
       return Status::Ok();
     }
     supported += std::string(supported.empty() ? "" : ", ") + hwy::TargetName(target);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kernels/matmul_q4_split_x.h"
+#include "kernels/matmul_q_dotprod.h"
 #include "kernels/matmul_q_vnni.h"
 #include "kernels/quant_kernels.h"
 #include "kernel_test_util.h"
@@ -26,17 +27,20 @@ namespace {
 using testing::AllNear;
 using testing::RandomFloats;
 
-// The Highway bodies on every target; the VNNI and AVX-VNNI bodies have their own tests below.
+// The Highway bodies on every target; the VNNI, AVX-VNNI and Arm dot-product bodies have their own
+// tests below.
 class QuantMatMulTest : public testing::PerTargetTest {
  protected:
   void SetUp() override {
     testing::PerTargetTest::SetUp();
     SetVnniEnabledForTest(false);
     SetAvxVnniEnabledForTest(false);
+    SetDotprodEnabledForTest(false);
   }
   void TearDown() override {
     SetVnniEnabledForTest(true);
     SetAvxVnniEnabledForTest(true);
+    SetDotprodEnabledForTest(true);
     testing::PerTargetTest::TearDown();
   }
 };
@@ -579,6 +583,51 @@ TEST_F(AvxVnniMatMulTest, ColumnRangeWritesOnlyItsColumns) {
 // The AVX-512 VNNI body of the weight-only int4 decode product (taken by the dispatch for R < 4
 // on a VNNI CPU). x goes in as three int8 parts scaled per 8 values (2^-22 of their largest |x|),
 // so the Highway bodies' tolerance holds, and tighter ones (SplitXKeeps...).
+// The Arm dot-product decode bodies (aarch64 CPUs with `sdot`; here under qemu), on the best
+// Highway target for the prefill rows.
+class DotprodMatMulTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!DotprodAvailable()) GTEST_SKIP() << "no Arm dot product on this CPU / build";
+  }
+};
+
+TEST_F(DotprodMatMulTest, Int8DynamicActivationMatchesReferenceOnAwkwardShapes) {
+  int8_t xq[16] = {}, w[16] = {};
+  float xs = 0, y = 0, sc = 1;
+  ASSERT_TRUE(MatMulQ8DynColumnsDotprod(xq, &xs, w, &sc, nullptr, &y, 1, 16, 1, 0, 1)) << "dispatch would not take it";
+  EXPECT_FALSE(MatMulQ8DynColumnsDotprod(xq, &xs, w, &sc, nullptr, &y, 1, 8, 1, 0, 1));  // K % 16
+  for (int64_t R : {1, 2, 3}) {
+    for (int64_t K : {16, 48, 64, 1040}) {
+      for (int64_t N : {1, 3, 4, 5, 9, 33}) ASSERT_TRUE(Q8Matches(R, K, N, (R + N) % 2 == 0, true));
+    }
+  }
+}
+
+TEST_F(DotprodMatMulTest, Int4DynamicActivationMatchesReferenceForEveryGroupSize) {
+  for (int64_t G : {32, 64, 96, 128}) {
+    for (int64_t R : {1, 2, 3}) {
+      for (int64_t K : {G, 2 * G, 6 * G}) {
+        for (int64_t N : {1, 3, 4, 5, 9}) ASSERT_TRUE(Q4Matches(R, K, N, G, (R + N) % 2 == 1, (R + N) % 3 == 0, true));
+      }
+    }
+  }
+}
+
+// Prefill rows (the Highway tiles and panels) give the decode rows' bits.
+TEST_F(DotprodMatMulTest, PrefillRowsEqualTheOneRowPathBitForBit) {
+  for (int64_t R : {4, 8, 17, 33}) {
+    for (int64_t K : {16, 64, 528}) {
+      for (int64_t N : {1, 6, 13}) ASSERT_TRUE(RowsEqualTheOneRowPath(false, R, K, N, 1, false, N != 6));
+    }
+    for (int64_t G : {32, 64, 96, 128}) {
+      for (int64_t K : {G, 3 * G, 8 * G}) {
+        for (int64_t N : {1, 6, 13}) ASSERT_TRUE(RowsEqualTheOneRowPath(true, R, K, N, G, (R + N) % 2 == 1, N != 6));
+      }
+    }
+  }
+}
+
 // Run for both bodies of the kernel: AVX-512 VNNI and (with the AVX2 target, as on an AVX-VNNI
 // CPU without AVX-512) AVX-VNNI, each called directly by SplitX() and through the dispatch by
 // Q4Matches.

@@ -21,6 +21,7 @@
 #include "e2e/artifacts.h"
 #include "hwy/targets.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul_q_dotprod.h"
 #include "kernels/matmul_q_vnni.h"
 #include "llm/conformance.h"
 #include "quant/compile_quantized.h"
@@ -100,31 +101,43 @@ struct DefaultDispatch {
     kernels::ForceSimdTargetForTest(0);
     kernels::SetVnniEnabledForTest(true);
     kernels::SetAvxVnniEnabledForTest(true);
+    kernels::SetDotprodEnabledForTest(true);
   }
 };
 
-// One kernel path besides the default: a Highway target with the AVX-512 VNNI bodies off, and
-// the AVX-VNNI bodies on or off (on only with AVX2: an Alder Lake class CPU).
+// One kernel path besides the default: a Highway target with the AVX-512 VNNI bodies off, the
+// AVX-VNNI bodies on or off (on only with AVX2: an Alder Lake class CPU), and on aarch64 the
+// dot-product bodies on or off (off: a core without `sdot`, e.g. Cortex-A53 / A72).
 struct KernelPath {
   int64_t target;
-  bool avx_vnni;
-  std::string Name() const { return std::string(hwy::TargetName(target)) + (avx_vnni ? " with AVX-VNNI" : " without VNNI"); }
+  bool avx_vnni = false;
+  bool dotprod = false;
+  std::string Name() const {
+    const std::string name = hwy::TargetName(target);
+    if (avx_vnni) return name + " with AVX-VNNI";
+    if (dotprod) return name + " with dot product";
+    return name + (HWY_ARCH_ARM ? " without dot product" : " without VNNI");
+  }
   void Select() const {
     kernels::ForceSimdTargetForTest(target);
     kernels::SetVnniEnabledForTest(false);
     kernels::SetAvxVnniEnabledForTest(avx_vnni);
+    kernels::SetDotprodEnabledForTest(dotprod);
   }
 };
 
-// Every target this CPU supports without VNNI, and AVX2 with AVX-VNNI where the CPU has it and the
+// Every target this CPU supports without VNNI; AVX2 with AVX-VNNI where the CPU has it and the
 // scheme reaches those bodies (every quantized one: the dynamic products, int4 and int8
-// weight-only decode). Call before forcing any target.
+// weight-only decode); on aarch64 every target with the dot product where the CPU has it, and
+// NEON without it for the dynamic schemes. Call before forcing any target.
 std::vector<KernelPath> PathsBesidesTheDefault(const std::string& scheme) {
   std::vector<KernelPath> paths;
   const bool avx_vnni = kernels::AvxVnniAvailable() && scheme != "none";
+  const bool dotprod = kernels::DotprodAvailable();
   for (int64_t t : kernels::SupportedSimdTargets()) {
-    if (avx_vnni && t == HWY_AVX2) paths.push_back({t, true});
-    paths.push_back({t, false});
+    if (avx_vnni && t == HWY_AVX2) paths.push_back({t, true, false});
+    paths.push_back({t, false, dotprod});
+    if (dotprod && t == HWY_NEON && scheme.rfind("8da", 0) == 0) paths.push_back({t, false, false});
   }
   return paths;
 }
