@@ -154,7 +154,7 @@ double MeasureInt8DotPeak(ThreadPool& pool, double seconds) {
       for (int64_t t = b; t < e; ++t) {
         int32_t sink;
         // The dynamic kernels' inner op: vpdpbusd where they dispatch to the VNNI bodies (the
-        // 256-bit form on AVX-VNNI CPUs, whose prefill panel is still the int16 one).
+        // 256-bit form on AVX-VNNI CPUs).
         done[size_t(t)] = VnniAvailable()      ? VnniDotLoop(2000000, &sink)
                           : AvxVnniAvailable() ? AvxVnniDotLoop(2000000, &sink)
                                                : HWY_DYNAMIC_DISPATCH(Int8Loop)(2000000, &sink);

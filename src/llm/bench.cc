@@ -234,7 +234,7 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
   r.artifact = path;
   r.threads = ThreadPool::Default().size();
   // "AVX3+VNNI" when the AVX-512 VNNI intrinsic bodies run beside the Highway target's code,
-  // "AVX2+AVX-VNNI" when the AVX-VNNI decode bodies do.
+  // "AVX2+AVX-VNNI" when the AVX-VNNI bodies do.
   r.simd_target = std::string(kernels::ActiveSimdTarget()) + (kernels::VnniAvailable()      ? "+VNNI"
                                                               : kernels::AvxVnniAvailable() ? "+AVX-VNNI"
                                                                                             : "");
