@@ -3,12 +3,17 @@
 //   ./staticlm_bench --benchmark_min_time=0.1 --benchmark_filter=MatMul
 // Not run by CI as a timed test.
 #include <benchmark/benchmark.h>
+#include <sys/mman.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
+#include <new>
 #include <random>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "kernels/attention_q8.h"
 #include "kernels/kernels.h"
 #include "kernels/matmul_q_vnni.h"
@@ -53,6 +58,26 @@ BENCHMARK(BM_MatMulF32)
     ->Args({1, 512, 512})
     ->Args({32, 512, 512})
     ->Unit(benchmark::kMicrosecond);
+
+// The product as the runtime runs it on a prefill chunk: output columns split over a pool of
+// state.range(3) threads. Args: R, K, N, threads.
+void BM_MatMulF32Pool(benchmark::State& state) {
+  const int64_t R = state.range(0), K = state.range(1), N = state.range(2);
+  const auto x = Random(size_t(R * K), 1), w = Random(size_t(N * K), 2);
+  std::vector<float> y(size_t(R * N));
+  slm::ThreadPool pool(int(state.range(3)));
+  for (auto _ : state) {
+    pool.ParallelFor(N, 8, [&](int64_t nb, int64_t ne) {
+      slm::kernels::MatMulF32Columns(x.data(), w.data(), nullptr, y.data(), R, K, N, nb, ne);
+    });
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["FLOP/s"] = benchmark::Counter(double(2 * R * K * N) * double(state.iterations()),
+                                                benchmark::Counter::kIsRate);
+  state.SetLabel(ActiveSimdTarget());
+}
+BENCHMARK(BM_MatMulF32Pool)->ArgsProduct({{32, 64, 128, 512}, {2048}, {8192}, {1, 2}})->ArgsProduct({{128, 512}, {8192}, {2048}, {1, 2}})->Unit(benchmark::kMillisecond);
 
 // Attention benchmarks: Llama-3.2-1B-like heads (Hq 32, Hkv 8, head_dim 64) over an L-slot
 // cache. Random q [T, Hq·hd], k / v [T, Hkv·hd], k / v caches [Hkv, L, hd].
@@ -205,6 +230,76 @@ void BM_MatMulQ4G32(benchmark::State& state) {
   }
   QuantCounters(state, double(N * K / 2 + N * K / 8));
 }
+
+// Weights as the runtime sees them: 2 MiB-aligned memory with transparent huge pages requested
+// (an artifact in the page cache is mapped with huge pages where the kernel allows, bench
+// reports the share), filled from `src`.
+template <typename T>
+class HugePageCopy {
+ public:
+  explicit HugePageCopy(const std::vector<T>& src) {
+    constexpr size_t kHuge = size_t{2} << 20;
+    bytes_ = (src.size() * sizeof(T) + kHuge - 1) / kHuge * kHuge;
+    p_ = static_cast<T*>(std::aligned_alloc(kHuge, bytes_));
+    if (p_ == nullptr) throw std::bad_alloc();
+    (void)madvise(p_, bytes_, MADV_HUGEPAGE);  // a hint: 4 KiB pages where refused
+    std::memcpy(p_, src.data(), src.size() * sizeof(T));
+  }
+  ~HugePageCopy() { std::free(p_); }
+  HugePageCopy(const HugePageCopy&) = delete;
+  HugePageCopy& operator=(const HugePageCopy&) = delete;
+  const T* get() const { return p_; }
+
+ private:
+  size_t bytes_ = 0;
+  T* p_ = nullptr;
+};
+
+// Decode as the runtime walks the layers: kDecodeLayers distinct weight matrices in turn (from
+// DRAM, not the cache one matrix can sit in), each split by output columns over a pool of
+// state.range(2) threads. Args: K, N, threads. Reports weight bytes/s against the f32 walk.
+constexpr int64_t kDecodeLayers = 16;
+void WalkCounters(benchmark::State& state, double wbytes) {
+  state.counters["wbytes/s"] = benchmark::Counter(wbytes * double(state.iterations()), benchmark::Counter::kIsRate);
+  state.SetLabel(ActiveSimdTarget());
+}
+void BM_DecodeWalkQ4G32(benchmark::State& state) {
+  const int64_t K = state.range(0), N = state.range(1), L = kDecodeLayers;
+  const auto x = Random(size_t(K), 1);
+  const HugePageCopy<float> s(Random(size_t(L * N * K / 32), 3));
+  const HugePageCopy<uint8_t> w(RandomBytes(size_t(L * N * K / 2), 2));
+  std::vector<float> y(static_cast<size_t>(N));
+  slm::ThreadPool pool(int(state.range(2)));
+  for (auto _ : state) {
+    for (int64_t l = 0; l < L; ++l) {
+      pool.ParallelFor(N, 8, [&](int64_t nb, int64_t ne) {
+        slm::kernels::MatMulQ4Columns(x.data(), w.get() + l * N * K / 2, s.get() + l * N * K / 32, nullptr, nullptr,
+                                      y.data(), 1, K, N, 32, nb, ne);
+      });
+    }
+    benchmark::DoNotOptimize(y.data());
+  }
+  WalkCounters(state, double(L * (N * K / 2 + N * K / 8)));
+}
+BENCHMARK(BM_DecodeWalkQ4G32)->ArgsProduct({{2048}, {8192}, {1, 2}})->ArgsProduct({{8192}, {2048}, {1, 2}})->Unit(benchmark::kMicrosecond);
+
+void BM_DecodeWalkF32(benchmark::State& state) {
+  const int64_t K = state.range(0), N = state.range(1), L = kDecodeLayers / 4;  // as many bytes as int4
+  const auto x = Random(size_t(K), 1);
+  const HugePageCopy<float> w(Random(size_t(L * N * K), 2));
+  std::vector<float> y(static_cast<size_t>(N));
+  slm::ThreadPool pool(int(state.range(2)));
+  for (auto _ : state) {
+    for (int64_t l = 0; l < L; ++l) {
+      pool.ParallelFor(N, 8, [&](int64_t nb, int64_t ne) {
+        slm::kernels::MatMulF32Columns(x.data(), w.get() + l * N * K, nullptr, y.data(), 1, K, N, nb, ne);
+      });
+    }
+    benchmark::DoNotOptimize(y.data());
+  }
+  WalkCounters(state, double(L * N * K * 4));
+}
+BENCHMARK(BM_DecodeWalkF32)->ArgsProduct({{2048}, {8192}, {1, 2}})->Unit(benchmark::kMicrosecond);
 
 // The body the dynamic products run, state.range(3), for side-by-side ratios in one run: 0 the
 // Highway body of the dispatched target, 1 AVX-512 VNNI, 2 AVX-VNNI (with the Highway AVX2 body

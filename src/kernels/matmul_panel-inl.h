@@ -3,11 +3,12 @@
 // weight rows.
 //
 // The dot-product tiles of matmul-inl.h need one horizontal reduction per output and load as
-// many x-vectors as w-vectors per K-step. Here x is transposed once per call into panels of
+// many x-vectors as w-vectors per K-step. Here x is transposed once per pass into panels of
 // P = 2 vectors of rows, xt[panel][k][P] (rows past R are zeros), so one K-step of a kM × P tile
 // loads 2 x-vectors, broadcasts kM weights and issues 2·kM FMAs into accumulators that already
-// hold P outputs each: no reductions, and FMAs outnumber loads. Loop order per call: kM weight
-// rows (read from memory once, then from cache), K in blocks of kPanelKc, all panels. Each
+// hold P outputs each: no reductions, and FMAs outnumber loads. Loop order per call: passes of
+// at most kPanelPassBytes of x (rows), kM weight rows (read from memory once per pass, then
+// from cache), K in blocks of kPanelKc, the pass's panels. Each
 // K-block sums from zero in registers and is added to the earlier blocks' sums in a small
 // per-thread buffer, so an output is a sum of K/kPanelKc block sums of kPanelKc products: its
 // rounding error stays near the dot-product tiles' (K/lanes products per lane, then a tree),
@@ -48,6 +49,18 @@ constexpr size_t kPanelKc = 256;
 
 // Rows per panel (2 vectors): the panel path pays off from this many rows on.
 HWY_INLINE size_t PanelWidth() { return 2 * hn::Lanes(hn::ScalableTag<float>()); }
+
+// Rows of x per pass over the weights. Every block of kM weight rows streams the pass's whole
+// transposed x (rows × K floats) from cache; past the cache it came from DRAM at every block,
+// and 512 rows of K = 8192 (16 MiB per thread, the 1B down_proj) ran at 0.4–0.5× the speed of
+// 128 rows. A pass takes at most kPanelPassBytes of x (4 MiB: 128 rows at K = 8192); each pass
+// re-reads the thread's weights, which at these shapes costs far less than it saves.
+// BM_MatMulF32Pool 512×8192×2048, 2 threads: 91–174 → 221–325 GFLOP/s (one pass vs 4 MiB, 3
+// alternations); 128×8192×2048: 2 MiB passes 289–307, 4 MiB 328–334 GFLOP/s.
+constexpr size_t kPanelPassBytes = size_t{4} << 20;
+HWY_INLINE size_t PanelRowsPerPass(size_t K, size_t P) {
+  return std::max(P, kPanelPassBytes / (K * sizeof(float)) / P * P);
+}
 
 // Grow-only per-thread scratch (allocates on a thread's first call needing more, never after).
 template <class T>
@@ -149,20 +162,27 @@ HWY_INLINE void PanelProduct(const float* x, const float* bias, float* y, size_t
                              size_t row_bytes, WeightRows&& weight_rows) {
   thread_local hwy::AlignedFreeUniquePtr<float[]> xt_buf, acc_buf;
   thread_local size_t xt_cap = 0, acc_cap = 0;
-  const size_t P = PanelWidth(), panels = (R + P - 1) / P;
-  float* xt = PanelScratch(xt_buf, xt_cap, panels * K * P);
-  float* acc = PanelScratch(acc_buf, acc_cap, panels * kPanelM * P);
-  TransposeToPanels(x, R, K, P, xt);
-  size_t n = n_begin;
+  const size_t P = PanelWidth();
+  const size_t rows_per_pass = PanelRowsPerPass(K, P);
+  const size_t max_panels = (std::min(R, rows_per_pass) + P - 1) / P;
+  float* xt = PanelScratch(xt_buf, xt_cap, max_panels * K * P);
+  float* acc = PanelScratch(acc_buf, acc_cap, max_panels * kPanelM * P);
   const uint8_t* base = static_cast<const uint8_t*>(stored);
   // The next block's rows: at most kPanelM, never past row N.
   auto next_bytes = [&](size_t next) { return (std::min(next + kPanelM, N) - std::min(next, N)) * row_bytes; };
-  for (; n + kPanelM <= n_end; n += kPanelM) {
-    PanelBlock<kPanelM>(xt, weight_rows(n, kPanelM), bias, y, R, K, N, n, acc,
-                        base + (n + kPanelM) * row_bytes, next_bytes(n + kPanelM));
+  for (size_t r0 = 0; r0 < R; r0 += rows_per_pass) {
+    const size_t rows = std::min(rows_per_pass, R - r0);
+    const float* xr = x + r0 * K;
+    float* yr = y + r0 * N;
+    TransposeToPanels(xr, rows, K, P, xt);
+    size_t n = n_begin;
+    for (; n + kPanelM <= n_end; n += kPanelM) {
+      PanelBlock<kPanelM>(xt, weight_rows(n, kPanelM), bias, yr, rows, K, N, n, acc,
+                          base + (n + kPanelM) * row_bytes, next_bytes(n + kPanelM));
+    }
+    for (; n + 2 <= n_end; n += 2) PanelBlock<2>(xt, weight_rows(n, 2), bias, yr, rows, K, N, n, acc, base, 0);
+    for (; n < n_end; ++n) PanelBlock<1>(xt, weight_rows(n, 1), bias, yr, rows, K, N, n, acc, base, 0);
   }
-  for (; n + 2 <= n_end; n += 2) PanelBlock<2>(xt, weight_rows(n, 2), bias, y, R, K, N, n, acc, base, 0);
-  for (; n < n_end; ++n) PanelBlock<1>(xt, weight_rows(n, 1), bias, y, R, K, N, n, acc, base, 0);
 }
 
 }  // namespace slm::kernels::HWY_NAMESPACE

@@ -76,6 +76,20 @@ TEST_P(MatMulTest, PanelPathColumnRangesReproduceTheFullProduct) {
   for (size_t i = 0; i < full.size(); ++i) ASSERT_EQ(pieces[i], full[i]) << "i=" << i;
 }
 
+TEST_P(MatMulTest, PanelPassesOverRowsKeepEachRowsBits) {
+  // At K = 40000 a pass over the weights takes one panel of rows (the transposed x of a pass is
+  // bounded in bytes), so R = 70 runs in three passes, the last partial. Each row's outputs are
+  // the same bits whichever pass and panel the row lands in.
+  const int64_t R = 70, K = 40000, N = 13;
+  ASSERT_TRUE(MatMulMatchesReference(R, K, N, /*bias=*/true));
+  const auto x = RandomFloats(size_t(R * K), 21);
+  const auto w = RandomFloats(size_t(N * K), 22, 0.1f);
+  std::vector<float> full(size_t(R * N)), tail(size_t((R - 33) * N));
+  MatMulF32(x.data(), w.data(), nullptr, full.data(), R, K, N);
+  MatMulF32(x.data() + 33 * K, w.data(), nullptr, tail.data(), R - 33, K, N);
+  for (size_t i = 0; i < tail.size(); ++i) ASSERT_EQ(tail[i], full[size_t(33 * N) + i]) << "i=" << i;
+}
+
 TEST_P(MatMulTest, MatchesReferenceOnModelSizedShapes) {
   // Decode (R = 1) and prefill-chunk shapes with K and N as in the zoo and real models.
   for (int64_t R : {1, 7, 64, 128}) {
