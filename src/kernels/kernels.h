@@ -120,6 +120,10 @@ void SoftCap(float* x, int64_t n, float cap);
 // Name of the Highway target the kernels above dispatch to now ("AVX3", "AVX2", "SSE4", ...).
 const char* ActiveSimdTarget();
 
+// The intrinsics bodies that run beside that target's code for the quantized products: "VNNI"
+// (AVX-512 VNNI), "AVX-VNNI", "DOTPROD" (Arm sdot), or "" when none does.
+const char* ActiveIntrinsicBodies();
+
 // Highway targets (HWY_* bits, best first) compiled into slm_kernels that this CPU supports.
 // Computed on the first call, which must happen before any ForceSimdTargetForTest.
 const std::vector<int64_t>& SupportedSimdTargets();

@@ -25,9 +25,9 @@
 //    at once, combined into group dots and folded in group order (the 8da4w order of
 //    quant_kernels.h: acc = fma(float(dot_g), scale_g, acc), dot_g of q − 8 for symmetric groups,
 //    + fma(float(Σ_g xq), offset_g) for asymmetric ones; y = fma(acc, x_scale, bias or 0)).
-#include <atomic>
 #include <type_traits>
 
+#include "kernels/cpu_feature.h"
 #include "kernels/decode_prefetch.h"
 #include "kernels/matmul_q_vnni.h"
 #include "kernels/vnni_intrinsics.h"
@@ -39,28 +39,22 @@
 namespace slm::kernels {
 
 namespace {
-std::atomic<bool> avx_vnni_enabled_for_test{true};
-}  // namespace
-
-bool AvxVnniAvailable() {
+bool CpuHasAvxVnni() {
 #if SLM_HAVE_VNNI_KERNELS
-  static const bool available = [] {
-    if (vnni::DisabledByEnvironment("SLM_DISABLE_VNNI") || vnni::DisabledByEnvironment("SLM_DISABLE_AVX_VNNI")) {
-      return false;
-    }
-    __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return false;
-    // GCC 12's __builtin_cpu_supports does not know "avxvnni": CPUID leaf 7, subleaf 1, EAX bit 4.
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) != 0 && (eax >> 4 & 1) != 0;
-  }();
-  return available && avx_vnni_enabled_for_test.load(std::memory_order_relaxed);
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return false;
+  // GCC 12's __builtin_cpu_supports does not know "avxvnni": CPUID leaf 7, subleaf 1, EAX bit 4.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) != 0 && (eax >> 4 & 1) != 0;
 #else
   return false;
 #endif
 }
+CpuFeature avx_vnni(CpuHasAvxVnni, "SLM_DISABLE_VNNI", "SLM_DISABLE_AVX_VNNI");
+}  // namespace
 
-void SetAvxVnniEnabledForTest(bool enabled) { avx_vnni_enabled_for_test.store(enabled); }
+bool AvxVnniAvailable() { return avx_vnni.Available(); }
+void SetAvxVnniEnabledForTest(bool enabled) { avx_vnni.SetEnabledForTest(enabled); }
 
 #if SLM_HAVE_VNNI_KERNELS
 

@@ -17,9 +17,9 @@
 // Speed unmeasured (no Arm hardware here; tested under qemu).
 #include "kernels/matmul_q_dotprod.h"
 
-#include <atomic>
-#include <cstdlib>
 #include <type_traits>
+
+#include "kernels/cpu_feature.h"
 
 #if defined(__aarch64__) && defined(__linux__)
 #define SLM_HAVE_DOTPROD_KERNELS 1
@@ -36,23 +36,18 @@
 namespace slm::kernels {
 
 namespace {
-std::atomic<bool> dotprod_enabled_for_test{true};
-}  // namespace
-
-bool DotprodAvailable() {
+bool CpuHasDotprod() {
 #if SLM_HAVE_DOTPROD_KERNELS
-  static const bool available = [] {
-    const char* off = std::getenv("SLM_DISABLE_DOTPROD");
-    if (off != nullptr && off[0] != '\0' && off[0] != '0') return false;
-    return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
-  }();
-  return available && dotprod_enabled_for_test.load(std::memory_order_relaxed);
+  return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
 #else
   return false;
 #endif
 }
+CpuFeature dotprod(CpuHasDotprod, "SLM_DISABLE_DOTPROD");
+}  // namespace
 
-void SetDotprodEnabledForTest(bool enabled) { dotprod_enabled_for_test.store(enabled); }
+bool DotprodAvailable() { return dotprod.Available(); }
+void SetDotprodEnabledForTest(bool enabled) { dotprod.SetEnabledForTest(enabled); }
 
 #if SLM_HAVE_DOTPROD_KERNELS
 

@@ -22,34 +22,30 @@
 #include "kernels/matmul_q_vnni.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <type_traits>
 
+#include "kernels/cpu_feature.h"
 #include "kernels/decode_prefetch.h"
 #include "kernels/vnni_intrinsics.h"
 
 namespace slm::kernels {
 
 namespace {
-std::atomic<bool> vnni_enabled_for_test{true};
-}  // namespace
-
-bool VnniAvailable() {
+bool CpuHasAvx512Vnni() {
 #if SLM_HAVE_VNNI_KERNELS
-  static const bool available = [] {
-    if (vnni::DisabledByEnvironment("SLM_DISABLE_VNNI")) return false;
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vnni");
-  }();
-  return available && vnni_enabled_for_test.load(std::memory_order_relaxed);
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vnni");
 #else
   return false;
 #endif
 }
+CpuFeature avx512_vnni(CpuHasAvx512Vnni, "SLM_DISABLE_VNNI");
+}  // namespace
 
-void SetVnniEnabledForTest(bool enabled) { vnni_enabled_for_test.store(enabled); }
+bool VnniAvailable() { return avx512_vnni.Available(); }
+void SetVnniEnabledForTest(bool enabled) { avx512_vnni.SetEnabledForTest(enabled); }
 
 #if SLM_HAVE_VNNI_KERNELS
 

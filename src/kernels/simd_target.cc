@@ -30,6 +30,13 @@ HWY_EXPORT(CompiledTarget);
 
 const char* ActiveSimdTarget() { return hwy::TargetName(HWY_DYNAMIC_DISPATCH(CompiledTarget)()); }
 
+const char* ActiveIntrinsicBodies() {
+  if (VnniAvailable()) return "VNNI";
+  if (AvxVnniAvailable()) return "AVX-VNNI";
+  if (DotprodAvailable()) return "DOTPROD";
+  return "";
+}
+
 const std::vector<int64_t>& SupportedSimdTargets() {
   // SupportedAndGeneratedTargets() intersects with this TU's HWY_TARGETS, i.e. what was compiled.
   static const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();

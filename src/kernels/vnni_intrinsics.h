@@ -8,7 +8,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <vector>
 #define SLM_HAVE_VNNI_KERNELS 1
 // GCC 12 reports the deliberately undefined upper lanes of the 128/256 → 512-bit casts as
@@ -26,13 +25,6 @@
 #define SLM_AVXVNNI_TARGET __attribute__((target("avx2,fma,avxvnni")))
 
 namespace slm::kernels::vnni {
-
-// True when the environment variable `name` is set to anything but "" or "0": the switches that
-// send the dispatch to the Highway bodies (SLM_DISABLE_VNNI).
-inline bool DisabledByEnvironment(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && v[0] != '\0' && v[0] != '0';
-}
 
 // Horizontal sums (not _mm512_reduce_add_*: GCC 12 warns about their undefined-vector temporaries).
 SLM_AVX512F_TARGET inline float ReduceAdd(__m512 v) {

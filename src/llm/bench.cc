@@ -233,11 +233,10 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
   BenchResult r;
   r.artifact = path;
   r.threads = ThreadPool::Default().size();
-  // "AVX3+VNNI" when the AVX-512 VNNI intrinsic bodies run beside the Highway target's code,
-  // "AVX2+AVX-VNNI" when the AVX-VNNI bodies do.
-  r.simd_target = std::string(kernels::ActiveSimdTarget()) + (kernels::VnniAvailable()      ? "+VNNI"
-                                                              : kernels::AvxVnniAvailable() ? "+AVX-VNNI"
-                                                                                            : "");
+  // "AVX3+VNNI", "AVX2+AVX-VNNI", "NEON+DOTPROD": the Highway target and the intrinsics bodies
+  // running beside it.
+  r.simd_target = kernels::ActiveSimdTarget();
+  if (const std::string bodies = kernels::ActiveIntrinsicBodies(); !bodies.empty()) r.simd_target += "+" + bodies;
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) r.artifact_bytes = uint64_t(st.st_size);
 

@@ -9,6 +9,7 @@
 
 #include "hwy/targets.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul_q_dotprod.h"
 #include "kernels/matmul_q_vnni.h"
 #if defined(__aarch64__) && defined(__linux__)
 #include <asm/hwcap.h>
@@ -48,6 +49,20 @@ TEST(SimdDispatchTest, SelectingATargetByNameIgnoresCaseKeepsVnniOnlyForAvx3AndB
   ASSERT_TRUE(SelectSimdTarget("best").ok());
   EXPECT_STREQ(ActiveSimdTarget(), hwy::TargetName(targets.front()));
   EXPECT_EQ(VnniAvailable(), vnni_cpu);
+}
+
+TEST(SimdDispatchTest, ActiveIntrinsicBodiesNamesTheFamilyTheDispatchTakes) {
+  const bool vnni = VnniAvailable(), avx_vnni = AvxVnniAvailable(), dotprod = DotprodAvailable();
+  const std::string expected = vnni ? "VNNI" : avx_vnni ? "AVX-VNNI" : dotprod ? "DOTPROD" : "";
+  EXPECT_EQ(ActiveIntrinsicBodies(), expected);
+  SetVnniEnabledForTest(false);
+  SetAvxVnniEnabledForTest(false);
+  SetDotprodEnabledForTest(false);
+  EXPECT_STREQ(ActiveIntrinsicBodies(), "");
+  SetVnniEnabledForTest(true);
+  SetAvxVnniEnabledForTest(true);
+  SetDotprodEnabledForTest(true);
+  EXPECT_EQ(ActiveIntrinsicBodies(), expected);
 }
 
 TEST(SimdDispatchTest, SelectingAnUnsupportedTargetFailsListingTheSupportedOnesAndChangesNothing) {
