@@ -77,7 +77,7 @@ void BM_MatMulF32Pool(benchmark::State& state) {
                                                 benchmark::Counter::kIsRate);
   state.SetLabel(ActiveSimdTarget());
 }
-BENCHMARK(BM_MatMulF32Pool)->ArgsProduct({{32, 64, 128, 512}, {2048}, {8192}, {1, 2}})->ArgsProduct({{128, 512}, {8192}, {2048}, {1, 2}})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MatMulF32Pool)->ArgsProduct({{32, 64, 128, 512}, {2048}, {8192}, {1, 2}})->ArgsProduct({{128, 512}, {8192}, {2048}, {1, 2}})->ArgsProduct({{128}, {2048}, {512, 2048}, {1, 2}})->Unit(benchmark::kMillisecond);
 
 // Attention benchmarks: Llama-3.2-1B-like heads (Hq 32, Hkv 8, head_dim 64) over an L-slot
 // cache. Random q [T, Hq·hd], k / v [T, Hkv·hd], k / v caches [Hkv, L, hd].
