@@ -100,14 +100,15 @@ SLM_VNNI_TARGET void SplitX(const float* x, int8_t* parts, int32_t* centre, floa
   }
 }
 
-// out[0..kN) = the dots of one split x row with kN weight rows streamed together; prefetching as
+// y[0..kN) = the dots of one split x row with kN weight rows streamed together (+ bias[0..kN) when
+// not null), the row's outputs of those weight rows; prefetching as
 // the planes kernel's tile (the same chunk of the next tile's rows, the next tile's scales once
 // per line).
 template <size_t kScales, size_t kN>
 SLM_VNNI_TARGET inline void Q4SplitXTile(const float* x, const int8_t* parts, const int32_t* centre,
                                          const float* lane_scales, const float* xg, const uint8_t* w,
                                          const float* scales, const float* offsets, size_t K,
-                                         size_t G, float* out) {
+                                         size_t G, const float* bias, float* y) {
   const size_t row_bytes = K / 2, groups = K / G, chunks = K / kChunk;
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   __m512 acc[kN];
@@ -136,8 +137,9 @@ SLM_VNNI_TARGET inline void Q4SplitXTile(const float* x, const int8_t* parts, co
     }
   }
   for (size_t r = 0; r < kN; ++r) {
-    out[r] = vnni::Q4RowDot(acc[r], x, w + r * row_bytes, scales + r * groups,
-                            offsets ? offsets + r * groups : nullptr, xg, K, G);
+    const float dot = vnni::Q4RowDot(acc[r], x, w + r * row_bytes, scales + r * groups,
+                                     offsets ? offsets + r * groups : nullptr, xg, K, G);
+    y[r] = bias ? dot + bias[r] : dot;
   }
 }
 
@@ -159,7 +161,6 @@ SLM_VNNI_TARGET void Q4SplitXRows(const float* x, const uint8_t* w, const float*
     const float* xr = x + r * K;
     SplitX(xr, parts, centre, lane_scales, chunks);
     if (offsets) vnni::Q4GroupSums(xr, xg, groups, G);
-    float dots[kN];
     size_t c = n_begin;
     // Weight rows of 2 KB or more (K >= 4096, the 1B shape's down_proj) one at a time, as the
     // 8da4w decode tiles take them (matmul_q_vnni.cc): one memory stream instead of four, the
@@ -167,13 +168,11 @@ SLM_VNNI_TARGET void Q4SplitXRows(const float* x, const uint8_t* w, const float*
     // (2 alternated rounds), decode 1.00-1.06x (3 rounds).
     for (; row_bytes < 2048 && c + kN <= n_end; c += kN) {
       Q4SplitXTile<kScales, kN>(xr, parts, centre, lane_scales, xg, w + c * row_bytes, scales + c * groups,
-                                offsets ? offsets + c * groups : nullptr, K, G, dots);
-      for (size_t j = 0; j < kN; ++j) y[r * N + c + j] = bias ? dots[j] + bias[c + j] : dots[j];
+                                offsets ? offsets + c * groups : nullptr, K, G, bias ? bias + c : nullptr, y + r * N + c);
     }
     for (; c < n_end; ++c) {
       Q4SplitXTile<kScales, 1>(xr, parts, centre, lane_scales, xg, w + c * row_bytes, scales + c * groups,
-                               offsets ? offsets + c * groups : nullptr, K, G, dots);
-      y[r * N + c] = bias ? dots[0] + bias[c] : dots[0];
+                               offsets ? offsets + c * groups : nullptr, K, G, bias ? bias + c : nullptr, y + r * N + c);
     }
   }
 }

@@ -107,13 +107,14 @@ SLM_AVXVNNI_TARGET inline __m256 StepScales(const float* first) {
   }
 }
 
-// out[0..kN) = the dots of one split x row with kN weight rows streamed together, each prefetching
+// y[0..kN) = the dots of one split x row with kN weight rows streamed together (+ bias[0..kN) when
+// not null), the row's outputs of those weight rows; each prefetching
 // the same line of the next tile's row and, over the first lines, the next tile's scales.
 template <bool kG32, size_t kN>
 SLM_AVXVNNI_TARGET inline void Tile(const float* x, const int8_t* parts, const int32_t* centre,
                                     const float* lane_scales, const float* xg, const uint8_t* w,
                                     const float* scales, const float* offsets, size_t K, size_t G,
-                                    float* out) {
+                                    const float* bias, float* y) {
   const size_t row_bytes = K / 2, groups = K / G, steps = K / kStep, scale_lines = (groups + 15) / 16;
   const __m256i nibble = _mm256_set1_epi8(0x0F);
   __m256 acc[kN];
@@ -168,7 +169,8 @@ SLM_AVXVNNI_TARGET inline void Tile(const float* x, const int8_t* parts, const i
       dot += ReduceAdd256(o);
       for (; g < groups; ++g) dot += (orow[g] + 8.0f * sr[g]) * xg[g];
     }
-    out[r] = dot + vnni::Q4TailBlocks(x, w + r * row_bytes, sr, steps * kStep, K, G);
+    dot += vnni::Q4TailBlocks(x, w + r * row_bytes, sr, steps * kStep, K, G);
+    y[r] = bias ? dot + bias[r] : dot;
   }
 }
 
@@ -196,17 +198,14 @@ SLM_AVXVNNI_TARGET void Rows(const float* x, const uint8_t* w, const float* scal
         xg[g] = ReduceAdd256(s);
       }
     }
-    float dots[kN];
     size_t c = n_begin;
     for (; c + kN <= n_end; c += kN) {
       Tile<kG32, kN>(xr, parts, centre, lane_scales, xg, w + c * row_bytes, scales + c * groups,
-                     offsets ? offsets + c * groups : nullptr, K, G, dots);
-      for (size_t j = 0; j < kN; ++j) y[r * N + c + j] = bias ? dots[j] + bias[c + j] : dots[j];
+                     offsets ? offsets + c * groups : nullptr, K, G, bias ? bias + c : nullptr, y + r * N + c);
     }
     for (; c < n_end; ++c) {
       Tile<kG32, 1>(xr, parts, centre, lane_scales, xg, w + c * row_bytes, scales + c * groups,
-                    offsets ? offsets + c * groups : nullptr, K, G, dots);
-      y[r * N + c] = bias ? dots[0] + bias[c] : dots[0];
+                    offsets ? offsets + c * groups : nullptr, K, G, bias ? bias + c : nullptr, y + r * N + c);
     }
   }
 }
