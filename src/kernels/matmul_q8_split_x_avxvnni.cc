@@ -1,4 +1,4 @@
-// AVX-VNNI body of the weight-only int8 decode product (R < kQ8SplitXMaxRows rows of f32 x), for
+// AVX-VNNI body of the weight-only int8 decode product (R < kQ4SplitXMaxRows rows of f32 x), for
 // CPUs with AVX-VNNI and no AVX-512 (Intel Alder Lake and later client cores), where
 // MatMulQ8Columns' dispatch would otherwise run the Highway AVX2 tile: per 8 weights a widening
 // load, a convert and an FMA (compute-bound at 47–49% of the DRAM bound on the 1B shape).
