@@ -1,11 +1,11 @@
 // Arm dot-product bodies of the dynamic-activation products for decode (R < kDotprodMaxRows):
 // `sdot` multiplies 16 signed bytes by 16 signed bytes and adds them in groups of 4 into 4 int32
 // lanes, one instruction for what the Highway NEON bodies do with widening multiply-adds. Written
-// with intrinsics in a function-level target (armv8.2-a+dotprod), chosen at run time from
-// HWCAP_ASIMDDP; Highway 1.0.3 has no op for it.
+// with intrinsics (dotprod_target.h). From kDotprodMaxRows rows on, the functions below hand the
+// product to the panel GEMMs of matmul_q_dotprod_panel.cc.
 //
-// Both products form their outputs exactly as the Highway bodies that run the prefill chunks
-// (quant_kernels.h), so prefill and decode give the same bits:
+// Both products form their outputs exactly as the panel GEMMs that run the prefill chunks (and
+// as the Highway bodies, quant_kernels.h), so prefill and decode give the same bits:
 //  - Q8: the exact int32 dot of w and xq (both signed: no bias correction), then
 //    float(dot)·x_scale·w_scale + bias, unfused, as Q8DynOutput.
 //  - Q4: a 16-byte block holds 32 weights, byte j = q[j] | q[16 + j] << 4. Low and high nibbles
@@ -20,17 +20,13 @@
 #include <type_traits>
 
 #include "kernels/cpu_feature.h"
+#include "kernels/dotprod_target.h"
 
-#if defined(__aarch64__) && defined(__linux__)
-#define SLM_HAVE_DOTPROD_KERNELS 1
-#include <arm_neon.h>
+#if SLM_HAVE_DOTPROD_KERNELS
 #include <sys/auxv.h>
 #ifndef HWCAP_ASIMDDP
 #define HWCAP_ASIMDDP (1 << 20)
 #endif
-#define SLM_DOTPROD_TARGET __attribute__((target("arch=armv8.2-a+dotprod")))
-#else
-#define SLM_HAVE_DOTPROD_KERNELS 0
 #endif
 
 namespace slm::kernels {
@@ -125,12 +121,35 @@ SLM_DOTPROD_TARGET inline void Q4Tile(const int8_t* xq, float xscale, const int3
   for (int j = 0; j < kN; ++j) y[j] = out[j];
 }
 
+SLM_DOTPROD_TARGET double DotprodDotLoopBody(int64_t iters, int32_t* sink) {
+  int32x4_t acc[12];
+  const int8x16_t a = vdupq_n_s8(3), b = vdupq_n_s8(-5);
+  for (int j = 0; j < 12; ++j) acc[j] = vdupq_n_s32(j);
+  for (int64_t i = 0; i < iters; ++i) {
+    #pragma GCC unroll 12
+    for (int j = 0; j < 12; ++j) acc[j] = vdotq_s32(acc[j], a, b);
+  }
+  int32x4_t s = acc[0];
+  for (int j = 1; j < 12; ++j) s = vaddq_s32(s, acc[j]);
+  *sink = vaddvq_s32(s);
+  return double(iters) * 12 * 16 * 2;
+}
+
 }  // namespace
+
+double DotprodDotLoop(int64_t iters, int32_t* sink) {
+  if (!DotprodAvailable()) return 0;
+  return DotprodDotLoopBody(iters, sink);
+}
 
 bool MatMulQ8DynColumnsDotprod(const int8_t* xq, const float* xscale, const int8_t* w,
                                const float* scales, const float* bias, float* y, int64_t R, int64_t K,
                                int64_t N, int64_t n_begin, int64_t n_end) {
-  if (R >= kDotprodMaxRows || K % 16 != 0 || !DotprodAvailable()) return false;
+  if (K % 16 != 0 || !DotprodAvailable()) return false;
+  if (R >= kDotprodMaxRows) {
+    MatMulQ8DynPanelDotprod(xq, xscale, w, scales, bias, y, R, K, N, n_begin, n_end);
+    return true;
+  }
   for (int64_t r = 0; r < R; ++r) {
     int64_t c = n_begin;
     for (; c + 4 <= n_end; c += 4) {
@@ -147,7 +166,11 @@ bool MatMulQ4DynColumnsDotprod(const int8_t* xq, const float* xscale, const int3
                                const uint8_t* w, const float* scales, const float* offsets,
                                const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G,
                                int64_t n_begin, int64_t n_end) {
-  if (R >= kDotprodMaxRows || K % 32 != 0 || G % 32 != 0 || !DotprodAvailable()) return false;
+  if (K % 32 != 0 || G % 32 != 0 || !DotprodAvailable()) return false;
+  if (R >= kDotprodMaxRows) {
+    MatMulQ4DynPanelDotprod(xq, xscale, group_sums, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end);
+    return true;
+  }
   const int64_t groups = K / G, row_bytes = K / 2;
   for (int64_t r = 0; r < R; ++r) {
     const auto tile = [&](auto n, int64_t c) {
@@ -163,6 +186,8 @@ bool MatMulQ4DynColumnsDotprod(const int8_t* xq, const float* xscale, const int3
 }
 
 #else  // !SLM_HAVE_DOTPROD_KERNELS
+
+double DotprodDotLoop(int64_t, int32_t*) { return 0; }
 
 bool MatMulQ8DynColumnsDotprod(const int8_t*, const float*, const int8_t*, const float*, const float*, float*,
                                int64_t, int64_t, int64_t, int64_t, int64_t) {

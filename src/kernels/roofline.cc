@@ -81,6 +81,7 @@ HWY_AFTER_NAMESPACE();
 
 #include "core/aligned_buffer.h"
 #include "core/thread_pool.h"
+#include "kernels/matmul_q_dotprod.h"
 #include "kernels/matmul_q_vnni.h"
 #include "kernels/roofline.h"
 
@@ -154,9 +155,10 @@ double MeasureInt8DotPeak(ThreadPool& pool, double seconds) {
       for (int64_t t = b; t < e; ++t) {
         int32_t sink;
         // The dynamic kernels' inner op: vpdpbusd where they dispatch to the VNNI bodies (the
-        // 256-bit form on AVX-VNNI CPUs).
+        // 256-bit form on AVX-VNNI CPUs), sdot on Arm CPUs with the dot product.
         done[size_t(t)] = VnniAvailable()      ? VnniDotLoop(2000000, &sink)
                           : AvxVnniAvailable() ? AvxVnniDotLoop(2000000, &sink)
+                          : DotprodAvailable() ? DotprodDotLoop(2000000, &sink)
                                                : HWY_DYNAMIC_DISPATCH(Int8Loop)(2000000, &sink);
         if (sink == 12345) done[size_t(t)] += 1;
       }

@@ -15,6 +15,7 @@
 #include "core/thread_pool.h"
 #include "graph/graph.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul_q_dotprod.h"
 #include "kernels/matmul_q_vnni.h"
 #include "kernels/roofline.h"
 #include "llm/session.h"
@@ -379,6 +380,7 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
     r.decode_fraction_of_paired_bound = SpreadOf(fractions).median;
     r.int8_peak_instruction = kernels::VnniAvailable()      ? "vpdpbusd"
                               : kernels::AvxVnniAvailable() ? "vpdpbusd (256-bit, AVX-VNNI)"
+                              : kernels::DotprodAvailable() ? "sdot"
                                                             : "int16 multiply-add";
   }
   return r;

@@ -614,7 +614,42 @@ TEST_F(DotprodMatMulTest, Int4DynamicActivationMatchesReferenceForEveryGroupSize
   }
 }
 
-// Prefill rows (the Highway tiles and panels) give the decode rows' bits.
+// From kDotprodMaxRows rows the panel GEMMs (matmul_q_dotprod_panel.cc): rows off its tiles of
+// 8 (Q8) and 4 (Q4) activation rows, columns off its blocks of 8 weight rows.
+TEST_F(DotprodMatMulTest, PanelMatchesReferenceOnAwkwardShapes) {
+  for (int64_t R : {4, 5, 8, 11, 33}) {
+    for (int64_t K : {16, 48, 1040}) {
+      for (int64_t N : {1, 7, 8, 9, 21}) ASSERT_TRUE(Q8Matches(R, K, N, (R + N) % 2 == 0, true));
+    }
+    for (int64_t G : {32, 64, 96, 128}) {
+      for (int64_t K : {G, 3 * G}) {
+        for (int64_t N : {1, 7, 8, 9, 21}) {
+          ASSERT_TRUE(Q4Matches(R, K, N, G, (R + N) % 2 == 1, (R + N) % 3 == 0, true));
+          ASSERT_TRUE(Q4Matches(R, K, N, G, (R + N) % 2 == 0, (R + N) % 3 == 1, true));
+        }
+      }
+    }
+  }
+}
+
+TEST_F(DotprodMatMulTest, PanelColumnRangeWritesOnlyItsColumns) {
+  const int64_t R = 6, K = 128, N = 21, G = 32;
+  std::vector<int8_t> xq(size_t(R * K), 3);
+  std::vector<int32_t> gs(size_t(R * K / G), 3 * G);
+  std::vector<float> xs(size_t(R), 0.5f);
+  const Q4Weights q4 = RandomQ4(N, K, G, 5);
+  const Q8Weights q8 = RandomQ8(N, K, 6);
+  std::vector<float> y(size_t(R * N), -7.0f);
+  ASSERT_TRUE(MatMulQ4DynColumnsDotprod(xq.data(), xs.data(), gs.data(), q4.w.data(), q4.scales.data(), nullptr,
+                                        nullptr, y.data(), R, K, N, G, 3, 12));
+  for (int64_t i = 0; i < R * N; ++i) EXPECT_EQ(y[size_t(i)] == -7.0f, i % N < 3 || i % N >= 12) << "Q4 output " << i;
+  std::fill(y.begin(), y.end(), -7.0f);
+  ASSERT_TRUE(MatMulQ8DynColumnsDotprod(xq.data(), xs.data(), q8.w.data(), q8.scales.data(), nullptr, y.data(), R, K,
+                                        N, 2, 19));
+  for (int64_t i = 0; i < R * N; ++i) EXPECT_EQ(y[size_t(i)] == -7.0f, i % N < 2 || i % N >= 19) << "Q8 output " << i;
+}
+
+// Prefill rows (the panel GEMMs) give the decode rows' bits.
 TEST_F(DotprodMatMulTest, PrefillRowsEqualTheOneRowPathBitForBit) {
   for (int64_t R : {4, 8, 17, 33}) {
     for (int64_t K : {16, 64, 528}) {
