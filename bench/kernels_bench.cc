@@ -130,7 +130,7 @@ void BM_AttentionPrefill(benchmark::State& state) {
   const double scores = double(kBenchHq) * double(T) * (double(past) + double(T + 1) / 2);
   state.counters["scores/s"] = benchmark::Counter(scores * double(state.iterations()), benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_AttentionPrefill)->Arg(0)->Arg(384)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AttentionPrefill)->Arg(0)->Arg(384)->Arg(896)->Unit(benchmark::kMicrosecond);
 
 // BM_AttentionDecode over int8 caches (cache format kv_int8_tokenhead_v1): same shapes, a
 // quarter of the cache bytes read per visible slot (plus one scale per row).

@@ -26,7 +26,10 @@ void QuantizeRowsI8(const float* x, int8_t* xq, float* xscale, int32_t* group_su
 
 void MatMulQ8Columns(const float* x, const int8_t* w, const float* scales, const float* bias,
                      float* y, int64_t R, int64_t K, int64_t N, int64_t n_begin, int64_t n_end) {
-  if (MatMulQ8ColumnsSplitXAvxVnni(x, w, scales, bias, y, R, K, N, n_begin, n_end)) return;
+  if (MatMulQ8ColumnsSplitXAvxVnni(x, w, scales, bias, y, R, K, N, n_begin, n_end) ||
+      MatMulQ8ColumnsSplitXDotprod(x, w, scales, bias, y, R, K, N, n_begin, n_end)) {
+    return;
+  }
   HWY_DYNAMIC_DISPATCH(MatMulQ8Columns)(x, w, scales, bias, y, R, K, N, n_begin, n_end);
 }
 
@@ -34,7 +37,8 @@ void MatMulQ4Columns(const float* x, const uint8_t* w, const float* scales, cons
                      const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G,
                      int64_t n_begin, int64_t n_end) {
   if (MatMulQ4ColumnsSplitX(x, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end) ||
-      MatMulQ4ColumnsSplitXAvxVnni(x, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end)) {
+      MatMulQ4ColumnsSplitXAvxVnni(x, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end) ||
+      MatMulQ4ColumnsSplitXDotprod(x, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end)) {
     return;
   }
   HWY_DYNAMIC_DISPATCH(MatMulQ4Columns)(x, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end);

@@ -486,15 +486,19 @@ TEST_F(AvxVnniMatMulTest, PrefillRowsEqualTheOneRowPathBitForBit) {
   }
 }
 
-// The int8 weight-only split-x body (decode rows): x in three int8 parts per 4 values, so the
-// Highway tolerance holds and x keeps near-f32 precision, also next to outliers.
-TEST_F(AvxVnniMatMulTest, Int8WeightOnlyDecodeMatchesReferenceOnAwkwardShapes) {
+// The int8 weight-only split-x bodies (decode rows: AVX-VNNI, Arm dot product), called directly
+// and through the dispatch: x in three int8 parts per lane (4 values on AVX-VNNI, 8 on Arm), so
+// the Highway tolerance holds and x keeps near-f32 precision, also next to outliers.
+using Q8SplitXFn = bool (*)(const float*, const int8_t*, const float*, const float*, float*, int64_t, int64_t, int64_t,
+                            int64_t, int64_t);
+
+void ExpectQ8SplitXMatchesReference(Q8SplitXFn body) {
   std::vector<float> x(32, 1.0f);
   std::vector<int8_t> w(32, 3);
   float sc = 1, y = 0;
-  ASSERT_TRUE(MatMulQ8ColumnsSplitXAvxVnni(x.data(), w.data(), &sc, nullptr, &y, 1, 32, 1, 0, 1)) << "dispatch would not take it";
-  EXPECT_FALSE(MatMulQ8ColumnsSplitXAvxVnni(x.data(), w.data(), &sc, nullptr, &y, 1, 48, 1, 0, 1));  // K % 32
-  EXPECT_FALSE(MatMulQ8ColumnsSplitXAvxVnni(x.data(), w.data(), &sc, nullptr, &y, 4, 32, 1, 0, 1));  // 4 rows
+  ASSERT_TRUE(body(x.data(), w.data(), &sc, nullptr, &y, 1, 32, 1, 0, 1)) << "dispatch would not take it";
+  EXPECT_FALSE(body(x.data(), w.data(), &sc, nullptr, &y, 1, 48, 1, 0, 1));  // K % 32
+  EXPECT_FALSE(body(x.data(), w.data(), &sc, nullptr, &y, 4, 32, 1, 0, 1));  // 4 rows
   for (int64_t R : {1, 2, 3}) {
     for (int64_t K : {32, 64, 96, 1024, 2080}) {
       for (int64_t N : {1, 3, 4, 5, 9, 33}) ASSERT_TRUE(Q8Matches(R, K, N, (R + N) % 2 == 0, false));
@@ -503,9 +507,9 @@ TEST_F(AvxVnniMatMulTest, Int8WeightOnlyDecodeMatchesReferenceOnAwkwardShapes) {
   ASSERT_TRUE(Q8Matches(2, 48, 5, true, false));  // the Highway tile
 }
 
-TEST_F(AvxVnniMatMulTest, Int8WeightOnlySplitXKeepsXNearF32Precision) {
-  // Measured 1.9e-8 / 7.7e-9 (random x, K 2048 / 8192) and 1.7e-7 / 1.1e-7 (1% of the values
-  // ×300) of Σ|x·ŵ|: as the int4 split-x bodies.
+void ExpectQ8SplitXNearF32Precision(Q8SplitXFn body) {
+  // AVX-VNNI measured 1.9e-8 / 7.7e-9 (random x, K 2048 / 8192) and 1.7e-7 / 1.1e-7 (1% of the
+  // values ×300) of Σ|x·ŵ|: as the int4 split-x bodies.
   for (int64_t K : {2048, 8192}) {
     for (bool outliers : {false, true}) {
       std::vector<float> x = RandomFloats(size_t(K), uint32_t(K + outliers));
@@ -516,7 +520,7 @@ TEST_F(AvxVnniMatMulTest, Int8WeightOnlySplitXKeepsXNearF32Precision) {
       const Q8Weights q = RandomQ8(N, K, 9);
       std::vector<float> wdeq(static_cast<size_t>(N * K)), y(static_cast<size_t>(N)), want(static_cast<size_t>(N));
       for (int64_t n = 0; n < N; ++n) DequantizeRowQ8(q.w.data(), q.scales.data(), K, n, 1.0f, wdeq.data() + n * K);
-      ASSERT_TRUE(MatMulQ8ColumnsSplitXAvxVnni(x.data(), q.w.data(), q.scales.data(), nullptr, y.data(), 1, K, N, 0, N));
+      ASSERT_TRUE(body(x.data(), q.w.data(), q.scales.data(), nullptr, y.data(), 1, K, N, 0, N));
       reference::MatMulQ8(x.data(), q.w.data(), q.scales.data(), nullptr, want.data(), 1, K, N);
       const auto mag = Magnitude(x, wdeq, nullptr, 1, K, N);
       double worst = 0;
@@ -527,7 +531,7 @@ TEST_F(AvxVnniMatMulTest, Int8WeightOnlySplitXKeepsXNearF32Precision) {
   }
 }
 
-TEST_F(AvxVnniMatMulTest, Int8WeightOnlyZeroTinyAndNonFiniteValuesOfX) {
+void ExpectQ8SplitXHandlesZeroTinyAndNonFiniteX(Q8SplitXFn body) {
   const int64_t K = 128, N = 5;
   const Q8Weights q = RandomQ8(N, K, 12);
   std::vector<float> x = RandomFloats(size_t(K), 13);
@@ -535,15 +539,25 @@ TEST_F(AvxVnniMatMulTest, Int8WeightOnlyZeroTinyAndNonFiniteValuesOfX) {
   for (int64_t k = 32; k < 64; ++k) x[size_t(k)] *= 1e-38f;
   for (int64_t k = 64; k < 96; ++k) x[size_t(k)] *= 1e30f;
   std::vector<float> y(static_cast<size_t>(N)), want(static_cast<size_t>(N));
-  ASSERT_TRUE(MatMulQ8ColumnsSplitXAvxVnni(x.data(), q.w.data(), q.scales.data(), nullptr, y.data(), 1, K, N, 0, N));
+  ASSERT_TRUE(body(x.data(), q.w.data(), q.scales.data(), nullptr, y.data(), 1, K, N, 0, N));
   reference::MatMulQ8(x.data(), q.w.data(), q.scales.data(), nullptr, want.data(), 1, K, N);
   for (int64_t n = 0; n < N; ++n) EXPECT_NEAR(y[size_t(n)], want[size_t(n)], 1e-5 * std::fabs(want[size_t(n)])) << n;
   for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
     std::vector<float> xb = RandomFloats(size_t(K), 14);
     xb[77] = bad;
-    ASSERT_TRUE(MatMulQ8ColumnsSplitXAvxVnni(xb.data(), q.w.data(), q.scales.data(), nullptr, y.data(), 1, K, N, 0, N));
+    ASSERT_TRUE(body(xb.data(), q.w.data(), q.scales.data(), nullptr, y.data(), 1, K, N, 0, N));
     for (int64_t n = 0; n < N; ++n) EXPECT_FALSE(std::isfinite(y[size_t(n)])) << "x[77] = " << bad << ", n " << n;
   }
+}
+
+TEST_F(AvxVnniMatMulTest, Int8WeightOnlyDecodeMatchesReferenceOnAwkwardShapes) {
+  ExpectQ8SplitXMatchesReference(MatMulQ8ColumnsSplitXAvxVnni);
+}
+TEST_F(AvxVnniMatMulTest, Int8WeightOnlySplitXKeepsXNearF32Precision) {
+  ExpectQ8SplitXNearF32Precision(MatMulQ8ColumnsSplitXAvxVnni);
+}
+TEST_F(AvxVnniMatMulTest, Int8WeightOnlyZeroTinyAndNonFiniteValuesOfX) {
+  ExpectQ8SplitXHandlesZeroTinyAndNonFiniteX(MatMulQ8ColumnsSplitXAvxVnni);
 }
 
 TEST_F(AvxVnniMatMulTest, ShapesItCannotTakeFallBackToHighway) {
@@ -663,16 +677,28 @@ TEST_F(DotprodMatMulTest, PrefillRowsEqualTheOneRowPathBitForBit) {
   }
 }
 
-// Run for both bodies of the kernel: AVX-512 VNNI and (with the AVX2 target, as on an AVX-VNNI
-// CPU without AVX-512) AVX-VNNI, each called directly by SplitX() and through the dispatch by
-// Q4Matches.
-enum class SplitXBody { kAvx512Vnni, kAvxVnni };
+TEST_F(DotprodMatMulTest, Int8WeightOnlyDecodeMatchesReferenceOnAwkwardShapes) {
+  ExpectQ8SplitXMatchesReference(MatMulQ8ColumnsSplitXDotprod);
+}
+TEST_F(DotprodMatMulTest, Int8WeightOnlySplitXKeepsXNearF32Precision) {
+  ExpectQ8SplitXNearF32Precision(MatMulQ8ColumnsSplitXDotprod);
+}
+TEST_F(DotprodMatMulTest, Int8WeightOnlyZeroTinyAndNonFiniteValuesOfX) {
+  ExpectQ8SplitXHandlesZeroTinyAndNonFiniteX(MatMulQ8ColumnsSplitXDotprod);
+}
+
+// Run for the three bodies of the kernel: AVX-512 VNNI, (with the AVX2 target, as on an AVX-VNNI
+// CPU without AVX-512) AVX-VNNI and the Arm dot product, each called directly by SplitX() and
+// through the dispatch by Q4Matches.
+enum class SplitXBody { kAvx512Vnni, kAvxVnni, kDotprod };
 
 class SplitXMatMulTest : public ::testing::TestWithParam<SplitXBody> {
  protected:
   void SetUp() override {
     if (GetParam() == SplitXBody::kAvx512Vnni) {
       if (!VnniAvailable()) GTEST_SKIP() << "no AVX-512 VNNI on this CPU / build";
+    } else if (GetParam() == SplitXBody::kDotprod) {
+      if (!DotprodAvailable()) GTEST_SKIP() << "no Arm dot product on this CPU / build";
     } else {
       if (!AvxVnniAvailable()) GTEST_SKIP() << "no AVX-VNNI on this CPU / build";
       ASSERT_TRUE(SelectSimdTarget("AVX2").ok());
@@ -683,9 +709,12 @@ class SplitXMatMulTest : public ::testing::TestWithParam<SplitXBody> {
 
 bool SplitX(SplitXBody body, const float* x, const uint8_t* w, const float* scales, const float* offsets,
             const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G, int64_t n_begin, int64_t n_end) {
-  return body == SplitXBody::kAvx512Vnni
-             ? MatMulQ4ColumnsSplitX(x, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end)
-             : MatMulQ4ColumnsSplitXAvxVnni(x, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end);
+  switch (body) {
+    case SplitXBody::kAvx512Vnni: return MatMulQ4ColumnsSplitX(x, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end);
+    case SplitXBody::kAvxVnni: return MatMulQ4ColumnsSplitXAvxVnni(x, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end);
+    case SplitXBody::kDotprod: return MatMulQ4ColumnsSplitXDotprod(x, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end);
+  }
+  return false;
 }
 
 // max over n of |y[n] − reference| / Σ_k |x_k·ŵ[n,k]| for one x row through the dispatch.
@@ -778,6 +807,13 @@ TEST_P(SplitXMatMulTest, ColumnRangeWritesOnlyItsColumns) {
 }
 
 TEST_P(SplitXMatMulTest, ShapesItCannotTakeFallBackToHighway) {
+  if (GetParam() == SplitXBody::kDotprod) {  // blocks of 32 weights: every K and G the layout allows
+    std::vector<float> x(4 * 128, 1.0f), sc(16, 1.0f), y(4, 0.0f);
+    std::vector<uint8_t> w(64, 0x11);
+    EXPECT_FALSE(SplitX(GetParam(), x.data(), w.data(), sc.data(), nullptr, nullptr, y.data(), 4, 128, 1, 32, 0, 1));  // 4 rows
+    ASSERT_TRUE(Q4Matches(4, 96, 5, 32, false, true, false));
+    return;
+  }
   if (GetParam() == SplitXBody::kAvxVnni) {  // steps of 64 weights: 32-weight tails with G = 32
     std::vector<float> x(4 * 192, 1.0f), sc(8, 1.0f), y(4, 0.0f);
     std::vector<uint8_t> w(4 * 96, 0x11);
@@ -798,9 +834,12 @@ TEST_P(SplitXMatMulTest, ShapesItCannotTakeFallBackToHighway) {
   ASSERT_TRUE(Q4Matches(1, 384, 5, 192, true, true, false));
 }
 
-INSTANTIATE_TEST_SUITE_P(Bodies, SplitXMatMulTest, ::testing::Values(SplitXBody::kAvx512Vnni, SplitXBody::kAvxVnni),
+INSTANTIATE_TEST_SUITE_P(Bodies, SplitXMatMulTest,
+                         ::testing::Values(SplitXBody::kAvx512Vnni, SplitXBody::kAvxVnni, SplitXBody::kDotprod),
                          [](const ::testing::TestParamInfo<SplitXBody>& i) {
-                           return i.param == SplitXBody::kAvx512Vnni ? "Avx512Vnni" : "AvxVnni";
+                           return i.param == SplitXBody::kAvx512Vnni ? "Avx512Vnni"
+                                  : i.param == SplitXBody::kAvxVnni  ? "AvxVnni"
+                                                                     : "Dotprod";
                          });
 
 // The SIMD activation quantizer equals the scalar reference bit for bit: same scale, same codes
