@@ -27,6 +27,9 @@
 #ifndef HWCAP_ASIMDDP
 #define HWCAP_ASIMDDP (1 << 20)
 #endif
+#ifndef HWCAP2_I8MM
+#define HWCAP2_I8MM (1 << 13)
+#endif
 #endif
 
 namespace slm::kernels {
@@ -39,11 +42,21 @@ bool CpuHasDotprod() {
   return false;
 #endif
 }
+bool CpuHasI8mm() {
+#if SLM_HAVE_DOTPROD_KERNELS
+  return (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0;
+#else
+  return false;
+#endif
+}
 CpuFeature dotprod(CpuHasDotprod, "SLM_DISABLE_DOTPROD");
+CpuFeature i8mm(CpuHasI8mm, "SLM_DISABLE_I8MM");
 }  // namespace
 
 bool DotprodAvailable() { return dotprod.Available(); }
 void SetDotprodEnabledForTest(bool enabled) { dotprod.SetEnabledForTest(enabled); }
+bool I8mmAvailable() { return dotprod.Available() && i8mm.Available(); }
+void SetI8mmEnabledForTest(bool enabled) { i8mm.SetEnabledForTest(enabled); }
 
 #if SLM_HAVE_DOTPROD_KERNELS
 
@@ -135,11 +148,30 @@ SLM_DOTPROD_TARGET double DotprodDotLoopBody(int64_t iters, int32_t* sink) {
   return double(iters) * 12 * 16 * 2;
 }
 
+SLM_I8MM_TARGET double I8mmDotLoopBody(int64_t iters, int32_t* sink) {
+  int32x4_t acc[12];
+  const int8x16_t a = vdupq_n_s8(3), b = vdupq_n_s8(-5);
+  for (int j = 0; j < 12; ++j) acc[j] = vdupq_n_s32(j);
+  for (int64_t i = 0; i < iters; ++i) {
+    #pragma GCC unroll 12
+    for (int j = 0; j < 12; ++j) acc[j] = vmmlaq_s32(acc[j], a, b);
+  }
+  int32x4_t s = acc[0];
+  for (int j = 1; j < 12; ++j) s = vaddq_s32(s, acc[j]);
+  *sink = vaddvq_s32(s);
+  return double(iters) * 12 * 32 * 2;
+}
+
 }  // namespace
 
 double DotprodDotLoop(int64_t iters, int32_t* sink) {
   if (!DotprodAvailable()) return 0;
   return DotprodDotLoopBody(iters, sink);
+}
+
+double I8mmDotLoop(int64_t iters, int32_t* sink) {
+  if (!I8mmAvailable()) return 0;
+  return I8mmDotLoopBody(iters, sink);
 }
 
 bool MatMulQ8DynColumnsDotprod(const int8_t* xq, const float* xscale, const int8_t* w,
@@ -188,6 +220,7 @@ bool MatMulQ4DynColumnsDotprod(const int8_t* xq, const float* xscale, const int3
 #else  // !SLM_HAVE_DOTPROD_KERNELS
 
 double DotprodDotLoop(int64_t, int32_t*) { return 0; }
+double I8mmDotLoop(int64_t, int32_t*) { return 0; }
 
 bool MatMulQ8DynColumnsDotprod(const int8_t*, const float*, const int8_t*, const float*, const float*, float*,
                                int64_t, int64_t, int64_t, int64_t, int64_t) {

@@ -20,9 +20,17 @@ bool DotprodAvailable();
 // Tests and `--simd-target`: false routes the dispatch to the Highway bodies.
 void SetDotprodEnabledForTest(bool enabled);
 
+// True when DotprodAvailable() and the CPU has the int8 matrix multiply (`smmla`, HWCAP2_I8MM)
+// unless SLM_DISABLE_I8MM is set: the prefill panels then run on `smmla` (twice `sdot`'s products
+// per instruction). Tests: false keeps them on `sdot`.
+bool I8mmAvailable();
+void SetI8mmEnabledForTest(bool enabled);
+
 // Roofline probe: `iters` rounds of 12 independent `sdot` chains in registers; returns the int8
 // OPs done (2 per product), 0 when the dot product is not available.
 double DotprodDotLoop(int64_t iters, int32_t* sink);
+// The same with `smmla` (2×8 by 8×2 products each); 0 when I8mmAvailable() is false.
+double I8mmDotLoop(int64_t iters, int32_t* sink);
 
 bool MatMulQ8DynColumnsDotprod(const int8_t* xq, const float* xscale, const int8_t* w,
                                const float* scales, const float* bias, float* y, int64_t R, int64_t K,

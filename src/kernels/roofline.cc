@@ -155,9 +155,11 @@ double MeasureInt8DotPeak(ThreadPool& pool, double seconds) {
       for (int64_t t = b; t < e; ++t) {
         int32_t sink;
         // The dynamic kernels' inner op: vpdpbusd where they dispatch to the VNNI bodies (the
-        // 256-bit form on AVX-VNNI CPUs), sdot on Arm CPUs with the dot product.
+        // 256-bit form on AVX-VNNI CPUs), smmla / sdot on Arm CPUs with the int8 matrix multiply /
+        // the dot product (the prefill panels' inner op).
         done[size_t(t)] = VnniAvailable()      ? VnniDotLoop(2000000, &sink)
                           : AvxVnniAvailable() ? AvxVnniDotLoop(2000000, &sink)
+                          : I8mmAvailable()    ? I8mmDotLoop(2000000, &sink)
                           : DotprodAvailable() ? DotprodDotLoop(2000000, &sink)
                                                : HWY_DYNAMIC_DISPATCH(Int8Loop)(2000000, &sink);
         if (sink == 12345) done[size_t(t)] += 1;

@@ -33,6 +33,7 @@ const char* ActiveSimdTarget() { return hwy::TargetName(HWY_DYNAMIC_DISPATCH(Com
 const char* ActiveIntrinsicBodies() {
   if (VnniAvailable()) return "VNNI";
   if (AvxVnniAvailable()) return "AVX-VNNI";
+  if (I8mmAvailable()) return "DOTPROD+I8MM";
   if (DotprodAvailable()) return "DOTPROD";
   return "";
 }
@@ -57,6 +58,7 @@ Status SelectSimdTarget(std::string_view name) {
     SetVnniEnabledForTest(true);
     SetAvxVnniEnabledForTest(true);
     SetDotprodEnabledForTest(true);
+    SetI8mmEnabledForTest(true);
     return Status::Ok();
   }
   std::string supported;

@@ -380,6 +380,7 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
     r.decode_fraction_of_paired_bound = SpreadOf(fractions).median;
     r.int8_peak_instruction = kernels::VnniAvailable()      ? "vpdpbusd"
                               : kernels::AvxVnniAvailable() ? "vpdpbusd (256-bit, AVX-VNNI)"
+                              : kernels::I8mmAvailable()    ? "smmla"
                               : kernels::DotprodAvailable() ? "sdot"
                                                             : "int16 multiply-add";
   }

@@ -53,8 +53,17 @@ TEST(SimdDispatchTest, SelectingATargetByNameIgnoresCaseKeepsVnniOnlyForAvx3AndB
 
 TEST(SimdDispatchTest, ActiveIntrinsicBodiesNamesTheFamilyTheDispatchTakes) {
   const bool vnni = VnniAvailable(), avx_vnni = AvxVnniAvailable(), dotprod = DotprodAvailable();
-  const std::string expected = vnni ? "VNNI" : avx_vnni ? "AVX-VNNI" : dotprod ? "DOTPROD" : "";
+  const std::string expected = vnni             ? "VNNI"
+                               : avx_vnni       ? "AVX-VNNI"
+                               : I8mmAvailable() ? "DOTPROD+I8MM"
+                               : dotprod        ? "DOTPROD"
+                                                : "";
   EXPECT_EQ(ActiveIntrinsicBodies(), expected);
+  if (I8mmAvailable()) {  // smmla off: the sdot panels
+    SetI8mmEnabledForTest(false);
+    EXPECT_STREQ(ActiveIntrinsicBodies(), "DOTPROD");
+    SetI8mmEnabledForTest(true);
+  }
   SetVnniEnabledForTest(false);
   SetAvxVnniEnabledForTest(false);
   SetDotprodEnabledForTest(false);

@@ -628,9 +628,35 @@ TEST_F(DotprodMatMulTest, Int4DynamicActivationMatchesReferenceForEveryGroupSize
   }
 }
 
+// Runs `check` on the panel GEMMs' `smmla` tiles (where the CPU has the int8 matrix multiply)
+// and on their `sdot` tiles; the name of the one that failed goes into the failure.
+template <class Check>
+void ForEachPanelBody(Check&& check) {
+  for (bool i8mm : {true, false}) {
+    if (i8mm && !I8mmAvailable()) continue;
+    SetI8mmEnabledForTest(i8mm);
+    SCOPED_TRACE(i8mm ? "smmla tiles" : "sdot tiles");
+    check();
+    SetI8mmEnabledForTest(true);
+  }
+}
+
+TEST_F(DotprodMatMulTest, I8mmFollowsTheDotProductSwitch) {
+  if (!I8mmAvailable()) GTEST_SKIP() << "no int8 matrix multiply on this CPU / build";
+  SetDotprodEnabledForTest(false);
+  EXPECT_FALSE(I8mmAvailable());
+  SetDotprodEnabledForTest(true);
+  SetI8mmEnabledForTest(false);
+  EXPECT_FALSE(I8mmAvailable());
+  EXPECT_TRUE(DotprodAvailable());
+  SetI8mmEnabledForTest(true);
+}
+
 // From kDotprodMaxRows rows the panel GEMMs (matmul_q_dotprod_panel.cc): rows off its tiles of
-// 8 (Q8) and 4 (Q4) activation rows, columns off its blocks of 8 weight rows.
+// 8 (Q8) and 4 (Q4) activation rows (odd rows off the smmla row pairs), columns off its blocks of
+// 8 weight rows.
 TEST_F(DotprodMatMulTest, PanelMatchesReferenceOnAwkwardShapes) {
+  ForEachPanelBody([] {
   for (int64_t R : {4, 5, 8, 11, 33}) {
     for (int64_t K : {16, 48, 1040}) {
       for (int64_t N : {1, 7, 8, 9, 21}) ASSERT_TRUE(Q8Matches(R, K, N, (R + N) % 2 == 0, true));
@@ -644,10 +670,12 @@ TEST_F(DotprodMatMulTest, PanelMatchesReferenceOnAwkwardShapes) {
       }
     }
   }
+  });
 }
 
 TEST_F(DotprodMatMulTest, PanelColumnRangeWritesOnlyItsColumns) {
-  const int64_t R = 6, K = 128, N = 21, G = 32;
+  ForEachPanelBody([] {
+  const int64_t R = 5, K = 128, N = 21, G = 32;
   std::vector<int8_t> xq(size_t(R * K), 3);
   std::vector<int32_t> gs(size_t(R * K / G), 3 * G);
   std::vector<float> xs(size_t(R), 0.5f);
@@ -661,10 +689,12 @@ TEST_F(DotprodMatMulTest, PanelColumnRangeWritesOnlyItsColumns) {
   ASSERT_TRUE(MatMulQ8DynColumnsDotprod(xq.data(), xs.data(), q8.w.data(), q8.scales.data(), nullptr, y.data(), R, K,
                                         N, 2, 19));
   for (int64_t i = 0; i < R * N; ++i) EXPECT_EQ(y[size_t(i)] == -7.0f, i % N < 2 || i % N >= 19) << "Q8 output " << i;
+  });
 }
 
 // Prefill rows (the panel GEMMs) give the decode rows' bits.
 TEST_F(DotprodMatMulTest, PrefillRowsEqualTheOneRowPathBitForBit) {
+  ForEachPanelBody([] {
   for (int64_t R : {4, 8, 17, 33}) {
     for (int64_t K : {16, 64, 528}) {
       for (int64_t N : {1, 6, 13}) ASSERT_TRUE(RowsEqualTheOneRowPath(false, R, K, N, 1, false, N != 6));
@@ -675,6 +705,7 @@ TEST_F(DotprodMatMulTest, PrefillRowsEqualTheOneRowPathBitForBit) {
       }
     }
   }
+  });
 }
 
 TEST_F(DotprodMatMulTest, Int8WeightOnlyDecodeMatchesReferenceOnAwkwardShapes) {

@@ -102,20 +102,23 @@ struct DefaultDispatch {
     kernels::SetVnniEnabledForTest(true);
     kernels::SetAvxVnniEnabledForTest(true);
     kernels::SetDotprodEnabledForTest(true);
+    kernels::SetI8mmEnabledForTest(true);
   }
 };
 
 // One kernel path besides the default: a Highway target with the AVX-512 VNNI bodies off, the
 // AVX-VNNI bodies on or off (on only with AVX2: an Alder Lake class CPU), and on aarch64 the
-// dot-product bodies on or off (off: a core without `sdot`, e.g. Cortex-A53 / A72).
+// dot-product bodies on or off (off: a core without `sdot`, e.g. Cortex-A53 / A72), with the
+// int8 matrix multiply on or off (off: a core with `sdot` and without `smmla`, e.g. Cortex-A76).
 struct KernelPath {
   int64_t target;
   bool avx_vnni = false;
   bool dotprod = false;
+  bool i8mm = false;
   std::string Name() const {
     const std::string name = hwy::TargetName(target);
     if (avx_vnni) return name + " with AVX-VNNI";
-    if (dotprod) return name + " with dot product";
+    if (dotprod) return name + (i8mm ? " with dot product and i8mm" : " with dot product");
     return name + (HWY_ARCH_ARM ? " without dot product" : " without VNNI");
   }
   void Select() const {
@@ -123,21 +126,25 @@ struct KernelPath {
     kernels::SetVnniEnabledForTest(false);
     kernels::SetAvxVnniEnabledForTest(avx_vnni);
     kernels::SetDotprodEnabledForTest(dotprod);
+    kernels::SetI8mmEnabledForTest(i8mm);
   }
 };
 
 // Every target this CPU supports without VNNI; AVX2 with AVX-VNNI where the CPU has it and the
 // scheme reaches those bodies (every quantized one: the dynamic products, int4 and int8
-// weight-only decode); on aarch64 every target with the dot product where the CPU has it, and
-// NEON without it for the dynamic schemes. Call before forcing any target.
+// weight-only decode); on aarch64 every target with the dot product (and the int8 matrix
+// multiply) where the CPU has it, and for the dynamic schemes NEON with the dot product but not
+// the matrix multiply (the sdot prefill panels) and without either. Call before forcing any target.
 std::vector<KernelPath> PathsBesidesTheDefault(const std::string& scheme) {
   std::vector<KernelPath> paths;
   const bool avx_vnni = kernels::AvxVnniAvailable() && scheme != "none";
-  const bool dotprod = kernels::DotprodAvailable();
+  const bool dotprod = kernels::DotprodAvailable(), i8mm = kernels::I8mmAvailable();
+  const bool dynamic = scheme.rfind("8da", 0) == 0;
   for (int64_t t : kernels::SupportedSimdTargets()) {
-    if (avx_vnni && t == HWY_AVX2) paths.push_back({t, true, false});
-    paths.push_back({t, false, dotprod});
-    if (dotprod && t == HWY_NEON && scheme.rfind("8da", 0) == 0) paths.push_back({t, false, false});
+    if (avx_vnni && t == HWY_AVX2) paths.push_back({t, true, false, false});
+    paths.push_back({t, false, dotprod, i8mm});
+    if (i8mm && t == HWY_NEON && dynamic) paths.push_back({t, false, true, false});
+    if (dotprod && t == HWY_NEON && dynamic) paths.push_back({t, false, false, false});
   }
   return paths;
 }
