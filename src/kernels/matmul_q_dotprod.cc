@@ -72,14 +72,17 @@ template <int kN>
 SLM_DOTPROD_TARGET inline void Q8Tile(const int8_t* xq, float xscale, const int8_t* w, const float* scales,
                                       const float* bias, float* y, size_t K) {
   int32x4_t acc[kN];
+  #pragma GCC unroll 16
   for (int c = 0; c < kN; ++c) acc[c] = vdupq_n_s32(0);
   for (size_t k = 0; k < K; k += 16) {
     const int8x16_t xv = vld1q_s8(xq + k);
+    #pragma GCC unroll 16
     for (int c = 0; c < kN; ++c) {
       if (k % 64 == 0) __builtin_prefetch(w + (c + kN) * K + k);  // the next tile's row
       acc[c] = vdotq_s32(acc[c], vld1q_s8(w + c * K + k), xv);
     }
   }
+  #pragma GCC unroll 16
   for (int c = 0; c < kN; ++c) {
     float v = float(vaddvq_s32(acc[c])) * xscale * scales[c];
     __asm__("" : "+w"(v));  // keeps GCC from contracting the add below into an FMA (Q8DynOutput does not)
@@ -105,6 +108,7 @@ SLM_DOTPROD_TARGET inline void Q4Tile(const int8_t* xq, float xscale, const int3
   for (size_t b = 0, g = 0, in_group = 0; b < K / 32; ++b) {
     const int8x16_t xl = vld1q_s8(xq + 32 * b), xh = vld1q_s8(xq + 32 * b + 16);
     int32x4_t t[4] = {vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0)};
+    #pragma GCC unroll 16
     for (int j = 0; j < kN; ++j) {
       const uint8_t* wb = w + j * row_bytes + 16 * b;
       if (b % 4 == 0) __builtin_prefetch(wb + kN * row_bytes);  // the next tile's row

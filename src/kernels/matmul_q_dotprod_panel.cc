@@ -130,13 +130,14 @@ SLM_DOTPROD_TARGET inline void PanelSteps(const int8_t* const* x, const int8_t* 
   for (size_t s = s0; s < s1; ++s) {
     pf.Step(s);
     int8x16_t xv[kP];
+    #pragma GCC unroll 16
     for (size_t j = 0; j < kP; ++j) xv[j] = vld1q_s8(x[j] + 16 * s);
     const int8_t* ws = slab + s * 4 * kM * 4;
 #define SLM_DOTPROD_QUAD(l)                                                 \
   {                                                                         \
     const int8x16_t w0 = vld1q_s8(ws + (l) * kM * 4);                       \
     const int8x16_t w1 = vld1q_s8(ws + (l) * kM * 4 + 16);                  \
-    for (size_t j = 0; j < kP; ++j) {                                       \
+    _Pragma("GCC unroll 16") for (size_t j = 0; j < kP; ++j) {              \
       d[j][0] = vdotq_laneq_s32(d[j][0], w0, xv[j], l);                     \
       d[j][1] = vdotq_laneq_s32(d[j][1], w1, xv[j], l);                     \
     }                                                                       \
@@ -243,9 +244,12 @@ SLM_I8MM_TARGET inline void PairSteps(const int8_t* const* x, const int8_t* slab
   for (size_t c = c0; c < c1; ++c) {
     pf.Step(c);
     int8x16_t wv[kM / 2];
+    #pragma GCC unroll 16
     for (size_t p = 0; p < kM / 2; ++p) wv[p] = vld1q_s8(slab + (c * (kM / 2) + p) * 16);
+    #pragma GCC unroll 16
     for (size_t i = 0; i < kXP; ++i) {
       const int8x16_t xv = vld1q_s8(x[i] + 16 * c);
+      #pragma GCC unroll 16
       for (size_t p = 0; p < kM / 2; ++p) d[i][p] = vmmlaq_s32(d[i][p], xv, wv[p]);
     }
   }
@@ -255,7 +259,9 @@ SLM_I8MM_TARGET inline void PairSteps(const int8_t* const* x, const int8_t* slab
 // odd row's.
 template <class V, size_t kXP>
 inline void PairsToRows(const V (&d)[kXP][kM / 2], V (&rows)[2 * kXP][2]) {
+  #pragma GCC unroll 16
   for (size_t i = 0; i < kXP; ++i) {
+    #pragma GCC unroll 16
     for (size_t h = 0; h < 2; ++h) {
       if constexpr (std::is_same_v<V, int32x4_t>) {
         rows[2 * i][h] = vcombine_s32(vget_low_s32(d[i][2 * h]), vget_low_s32(d[i][2 * h + 1]));
@@ -293,6 +299,7 @@ SLM_DOTPROD_TARGET void Q8Tile(const PanelArgs& a, size_t r0, size_t n, size_t c
   const int8_t* x[kP8];
   TileRows(a, r0, x);
   int32x4_t d[kP8][2];
+  #pragma GCC unroll 16
   for (size_t j = 0; j < kP8; ++j) d[j][0] = d[j][1] = vdupq_n_s32(0);
   PanelSteps<kP8>(x, a.slab, 0, a.K / 16, d, pf);
   Q8Outputs(a, r0, n, cols, d);
@@ -304,7 +311,9 @@ SLM_I8MM_TARGET void Q8PairTile(const PanelArgs& a, size_t r0, size_t n, size_t 
   const int8_t* x[kXP];
   TilePairs(a, r0, x);
   int32x4_t d[kXP][kM / 2];
+  #pragma GCC unroll 16
   for (size_t i = 0; i < kXP; ++i) {
+    #pragma GCC unroll 16
     for (size_t p = 0; p < kM / 2; ++p) d[i][p] = vdupq_n_s32(0);
   }
   PairSteps<kXP>(x, a.slab, 0, a.K / 8, d, pf);
@@ -367,14 +376,18 @@ SLM_DOTPROD_TARGET void Q4Tile(const PanelArgs& a, size_t r0, size_t n, size_t c
   const int8_t* x[kP4];
   TileRows(a, r0, x);
   float32x4_t f[kP4][2];
+  #pragma GCC unroll 16
   for (size_t j = 0; j < kP4; ++j) f[j][0] = f[j][1] = vdupq_n_f32(0.0f);
   for (size_t g = 0; g < groups; ++g) {
     int32x4_t d[kP4][2];
+    #pragma GCC unroll 16
     for (size_t j = 0; j < kP4; ++j) d[j][0] = d[j][1] = vdupq_n_s32(0);
     PanelSteps<kP4>(x, a.slab, g * steps, (g + 1) * steps, d, pf);
+    #pragma GCC unroll 16
     for (size_t h = 0; h < 2; ++h) {
       const float32x4_t s = vld1q_f32(a.scales + g * kM + 4 * h);
       const float32x4_t o = kAsym ? vld1q_f32(a.offsets + g * kM + 4 * h) : s;
+      #pragma GCC unroll 16
       for (size_t j = 0; j < kP4; ++j) {
         f[j][h] = FoldGroup<kAsym>(f[j][h], d[j][h], vdupq_n_s32(GroupSum(a, r0 + j, g)), s, o);
       }
@@ -391,15 +404,20 @@ SLM_I8MM_TARGET void Q4PairTile(const PanelArgs& a, size_t r0, size_t n, size_t 
   const int8_t* x[kXP];
   TilePairs(a, r0, x);
   float32x4_t f[kXP][kM / 2];
+  #pragma GCC unroll 16
   for (size_t i = 0; i < kXP; ++i) {
+    #pragma GCC unroll 16
     for (size_t p = 0; p < kM / 2; ++p) f[i][p] = vdupq_n_f32(0.0f);
   }
   for (size_t g = 0; g < groups; ++g) {
     int32x4_t d[kXP][kM / 2];
+    #pragma GCC unroll 16
     for (size_t i = 0; i < kXP; ++i) {
+      #pragma GCC unroll 16
       for (size_t p = 0; p < kM / 2; ++p) d[i][p] = vdupq_n_s32(0);
     }
     PairSteps<kXP>(x, a.slab, g * chunks, (g + 1) * chunks, d, pf);
+    #pragma GCC unroll 16
     for (size_t p = 0; p < kM / 2; ++p) {
       const float32x2_t s2 = vld1_f32(a.scales + g * kM + 2 * p);
       const float32x4_t s = vcombine_f32(s2, s2);  // weight rows 2p, 2p + 1, 2p, 2p + 1
@@ -408,6 +426,7 @@ SLM_I8MM_TARGET void Q4PairTile(const PanelArgs& a, size_t r0, size_t n, size_t 
         const float32x2_t o2 = vld1_f32(a.offsets + g * kM + 2 * p);
         o = vcombine_f32(o2, o2);
       }
+      #pragma GCC unroll 16
       for (size_t i = 0; i < kXP; ++i) {
         const int32x4_t gs = vcombine_s32(vdup_n_s32(GroupSum(a, r0 + 2 * i, g)), vdup_n_s32(GroupSum(a, r0 + 2 * i + 1, g)));
         f[i][p] = FoldGroup<kAsym>(f[i][p], d[i][p], gs, s, o);

@@ -59,6 +59,7 @@ SLM_DOTPROD_TARGET void SplitX(const float* x, size_t K, const SplitRow& s) {
   for (size_t b = 0; b < K / kBlock; ++b) {
     const float* xb = x + b * kBlock;
     int32x4_t q[3][2][4];  // [part][half][lane]
+    #pragma GCC unroll 16
     for (size_t i = 0; i < 4; ++i) {
       const float32x4_t lo = vld1q_f32(xb + 4 * i), hi = vld1q_f32(xb + 16 + 4 * i);
       // Non-finite: |v| is not below infinity (NaN compares false).
@@ -70,6 +71,7 @@ SLM_DOTPROD_TARGET void SplitX(const float* x, size_t K, const SplitRow& s) {
       s.lane_scales[4 * b + i] = bad ? std::numeric_limits<float>::quiet_NaN() : scale * (1.0f / 16384.0f);
       const bool zero = bad || !(m > 0.0f);
       const float32x4_t vs = vdupq_n_f32(zero ? 1.0f : scale);
+      #pragma GCC unroll 16
       for (size_t h = 0; h < 2; ++h) {
         const float32x4_t t = zero ? vdupq_n_f32(0.0f) : vdivq_f32(h == 0 ? lo : hi, vs);
         const float32x4_t q1 = vrndnq_f32(t);
@@ -113,6 +115,7 @@ SLM_DOTPROD_TARGET inline void Tile(const SplitRow& sx, const uint8_t* w, const 
   const size_t row_bytes = W::kRowBytes(K), groups = K / G, blocks_per_group = G / kBlock;
   const size_t prefetch_every = 64 / (row_bytes / (K / kBlock));  // blocks per cache line of a row
   float32x4_t acc[kN];
+  #pragma GCC unroll 16
   for (int r = 0; r < kN; ++r) acc[r] = vdupq_n_f32(0.0f);
   for (size_t b = 0; b < K / kBlock; ++b) {
     const int8_t* p = sx.parts + b * kBlockPartBytes;
@@ -120,6 +123,7 @@ SLM_DOTPROD_TARGET inline void Tile(const SplitRow& sx, const uint8_t* w, const 
     const int8x16_t x2h = vld1q_s8(p + 48), x3l = vld1q_s8(p + 64), x3h = vld1q_s8(p + 80);
     const float32x4_t ls = vld1q_f32(sx.lane_scales + 4 * b);
     const size_t g = b / blocks_per_group;
+    #pragma GCC unroll 16
     for (int r = 0; r < kN; ++r) {
       const uint8_t* row = w + r * row_bytes;
       if (b % prefetch_every == 0) __builtin_prefetch(row + kN * row_bytes + b * (row_bytes / (K / kBlock)));
