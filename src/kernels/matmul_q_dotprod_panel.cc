@@ -255,6 +255,16 @@ SLM_I8MM_TARGET inline void PairSteps(const int8_t* const* x, const int8_t* slab
   }
 }
 
+// a[i][j] = v for a tile's register array.
+template <class V, size_t kRows, size_t kCols>
+inline void SetAll(V (&a)[kRows][kCols], V v) {
+  #pragma GCC unroll 16
+  for (size_t i = 0; i < kRows; ++i) {
+    #pragma GCC unroll 16
+    for (size_t j = 0; j < kCols; ++j) a[i][j] = v;
+  }
+}
+
 // Pair lanes to rows: rows[2i][h] = row 2i's outputs for weight rows 4h..4h+3, rows[2i + 1] the
 // odd row's.
 template <class V, size_t kXP>
@@ -311,11 +321,7 @@ SLM_I8MM_TARGET void Q8PairTile(const PanelArgs& a, size_t r0, size_t n, size_t 
   const int8_t* x[kXP];
   TilePairs(a, r0, x);
   int32x4_t d[kXP][kM / 2];
-  #pragma GCC unroll 16
-  for (size_t i = 0; i < kXP; ++i) {
-    #pragma GCC unroll 16
-    for (size_t p = 0; p < kM / 2; ++p) d[i][p] = vdupq_n_s32(0);
-  }
+  SetAll(d, vdupq_n_s32(0));
   PairSteps<kXP>(x, a.slab, 0, a.K / 8, d, pf);
   int32x4_t rows[kP8][2];
   PairsToRows(d, rows);
@@ -404,18 +410,10 @@ SLM_I8MM_TARGET void Q4PairTile(const PanelArgs& a, size_t r0, size_t n, size_t 
   const int8_t* x[kXP];
   TilePairs(a, r0, x);
   float32x4_t f[kXP][kM / 2];
-  #pragma GCC unroll 16
-  for (size_t i = 0; i < kXP; ++i) {
-    #pragma GCC unroll 16
-    for (size_t p = 0; p < kM / 2; ++p) f[i][p] = vdupq_n_f32(0.0f);
-  }
+  SetAll(f, vdupq_n_f32(0.0f));
   for (size_t g = 0; g < groups; ++g) {
     int32x4_t d[kXP][kM / 2];
-    #pragma GCC unroll 16
-    for (size_t i = 0; i < kXP; ++i) {
-      #pragma GCC unroll 16
-      for (size_t p = 0; p < kM / 2; ++p) d[i][p] = vdupq_n_s32(0);
-    }
+    SetAll(d, vdupq_n_s32(0));
     PairSteps<kXP>(x, a.slab, g * chunks, (g + 1) * chunks, d, pf);
     #pragma GCC unroll 16
     for (size_t p = 0; p < kM / 2; ++p) {
