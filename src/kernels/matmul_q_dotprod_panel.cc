@@ -49,7 +49,8 @@ constexpr size_t kM = 8;    // weight rows per block: two int32 vectors of 4 lan
 constexpr size_t kP8 = 8;   // activation rows per Q8 tile: 16 int32 accumulators + 8 x + 2 w
 constexpr size_t kP4 = 4;   // per Q4 tile: 8 int32 + 8 f32 accumulators + 4 x + 2 w
 
-// Grow-only per-thread scratch: the slab, the block's per-row factors and a zero activation row.
+// Grow-only per-thread scratch: the slab, zero activation rows, the row pairs (smmla) and the
+// block's per-row factors.
 uint8_t* PanelScratch(size_t bytes) {
   thread_local std::vector<uint8_t> buf;
   if (buf.size() < bytes) buf.resize(bytes);
