@@ -22,7 +22,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <type_traits>
 #include <vector>
 
 #include "kernels/dotprod_target.h"
@@ -113,7 +112,7 @@ template <class W, int kN>
 SLM_DOTPROD_TARGET inline void Tile(const SplitRow& sx, const uint8_t* w, const float* scales, const float* offsets,
                                     const float* bias, float* y, size_t K, size_t G) {
   const size_t row_bytes = W::kRowBytes(K), groups = K / G, blocks_per_group = G / kBlock;
-  const size_t prefetch_every = 64 / (row_bytes / (K / kBlock));  // blocks per cache line of a row
+  const size_t block_bytes = row_bytes / (K / kBlock), blocks_per_line = 64 / block_bytes;
   float32x4_t acc[kN];
   #pragma GCC unroll 16
   for (int r = 0; r < kN; ++r) acc[r] = vdupq_n_f32(0.0f);
@@ -126,13 +125,13 @@ SLM_DOTPROD_TARGET inline void Tile(const SplitRow& sx, const uint8_t* w, const 
     #pragma GCC unroll 16
     for (int r = 0; r < kN; ++r) {
       const uint8_t* row = w + r * row_bytes;
-      if (b % prefetch_every == 0) __builtin_prefetch(row + kN * row_bytes + b * (row_bytes / (K / kBlock)));
+      if (b % blocks_per_line == 0) __builtin_prefetch(row + kN * row_bytes + b * block_bytes);  // the next tile's row
       int8x16_t lo, hi;
       W::Load(row, b, lo, hi);
       int32x4_t d = vdotq_s32(vdotq_s32(vdupq_n_s32(0), lo, x1l), hi, x1h);
       d = vdotq_s32(vdotq_s32(vshlq_n_s32(d, 7), lo, x2l), hi, x2h);
       d = vdotq_s32(vdotq_s32(vshlq_n_s32(d, 7), lo, x3l), hi, x3h);
-      const float ws = groups == 1 ? scales[r] : scales[r * groups + g];
+      const float ws = scales[r * groups + g];  // Q8: groups = 1, g = 0
       acc[r] = vfmaq_f32(acc[r], vcvtq_f32_s32(d), vmulq_n_f32(ls, ws));
     }
   }
@@ -165,8 +164,7 @@ template <class W>
 SLM_DOTPROD_TARGET void Rows(const float* x, const uint8_t* w, const float* scales, const float* offsets,
                              const float* bias, float* y, size_t R, size_t K, size_t N, size_t G, size_t n_begin,
                              size_t n_end) {
-  const size_t groups = K / G, row_bytes = W::kRowBytes(K);
-  const size_t scale_stride = std::is_same_v<W, Q8Weights> ? 1 : groups;
+  const size_t groups = K / G, row_bytes = W::kRowBytes(K);  // Q8: G = K, one scale per row
   const SplitRow sx = Scratch(K, groups);
   for (size_t r = 0; r < R; ++r) {
     const float* xr = x + r * K;
@@ -180,11 +178,11 @@ SLM_DOTPROD_TARGET void Rows(const float* x, const uint8_t* w, const float* scal
     }
     size_t c = n_begin;
     for (; c + 4 <= n_end; c += 4) {
-      Tile<W, 4>(sx, w + c * row_bytes, scales + c * scale_stride, offsets ? offsets + c * groups : nullptr,
+      Tile<W, 4>(sx, w + c * row_bytes, scales + c * groups, offsets ? offsets + c * groups : nullptr,
                  bias ? bias + c : nullptr, y + r * N + c, K, G);
     }
     for (; c < n_end; ++c) {
-      Tile<W, 1>(sx, w + c * row_bytes, scales + c * scale_stride, offsets ? offsets + c * groups : nullptr,
+      Tile<W, 1>(sx, w + c * row_bytes, scales + c * groups, offsets ? offsets + c * groups : nullptr,
                  bias ? bias + c : nullptr, y + r * N + c, K, G);
     }
   }
