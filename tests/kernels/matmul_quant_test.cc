@@ -452,10 +452,10 @@ TEST_F(AvxVnniMatMulTest, Int4DynamicActivationMatchesReferenceForEveryGroupSize
   }
 }
 
-TEST_F(AvxVnniMatMulTest, PanelPathMatchesReferenceFrom16Rows) {
+TEST_F(AvxVnniMatMulTest, PanelPathMatchesReferenceFromItsFirstRowCount) {
   // Partial last panels; N off the 6-row blocks and their 2- and 1-row tails; every group size
   // the panel takes (G = 96: not a tile shape); symmetric and not, with and without bias.
-  for (int64_t R : {kAvxVnniPanelRows, kAvxVnniPanelRows + 1, int64_t{70}}) {
+  for (int64_t R : {kAvxVnniPanelRows, kAvxVnniPanelRows + 1, int64_t{15}, int64_t{70}}) {
     for (int64_t N : {1, 5, 7, 13, 26}) {
       for (int64_t K : {32, 96, 576}) ASSERT_TRUE(Q8Matches(R, K, N, (R + N) % 2 == 0, true));
       for (int64_t G : {32, 64, 96, 128}) {
@@ -468,11 +468,11 @@ TEST_F(AvxVnniMatMulTest, PanelPathMatchesReferenceFrom16Rows) {
   }
 }
 
-// Prefill (the Highway AVX2 tiles below 16 rows, the AVX-VNNI panels from 16) and decode
-// (AVX-VNNI tiles) give every row the same bits: the next layer re-quantizes its input, so a
-// rounding difference would flip int8 codes.
+// Prefill (the Highway AVX2 tiles below kAvxVnniPanelRows = 8 rows, the AVX-VNNI panels from
+// there) and decode (AVX-VNNI tiles) give every row the same bits: the next layer re-quantizes
+// its input, so a rounding difference would flip int8 codes.
 TEST_F(AvxVnniMatMulTest, PrefillRowsEqualTheOneRowPathBitForBit) {
-  for (int64_t R : {4, 5, 8, 16, 17, 33, 70}) {
+  for (int64_t R : {4, 5, 7, 8, 12, 16, 17, 33, 70}) {
     for (int64_t K : {32, 64, 192, 1024}) {
       for (int64_t N : {1, 6, 13}) ASSERT_TRUE(RowsEqualTheOneRowPath(false, R, K, N, 1, false, N != 6));
     }
@@ -561,15 +561,15 @@ TEST_F(AvxVnniMatMulTest, Int8WeightOnlyZeroTinyAndNonFiniteValuesOfX) {
 }
 
 TEST_F(AvxVnniMatMulTest, ShapesItCannotTakeFallBackToHighway) {
-  std::vector<int8_t> xq(4 * 96, 1), w(96, 1);
+  std::vector<int8_t> xq(8 * 96, 1), w(96, 1);
   std::vector<uint8_t> w4(48, 0x11);
-  float xs[4] = {1, 1, 1, 1}, sc = 1, y[4] = {};
+  float xs[8] = {1, 1, 1, 1, 1, 1, 1, 1}, sc = 1, y[8] = {};
   int32_t gs[12] = {};
   EXPECT_FALSE(MatMulQ8DynColumnsAvxVnni(xq.data(), xs, w.data(), &sc, nullptr, y, 1, 48, 1, 0, 1));   // K % 32
   EXPECT_FALSE(MatMulQ8DynColumnsAvxVnni(xq.data(), xs, w.data(), &sc, nullptr, y, 4, 64, 1, 0, 1));   // 4 rows
   EXPECT_FALSE(MatMulQ4DynColumnsAvxVnni(xq.data(), xs, gs, w4.data(), &sc, nullptr, nullptr, y, 1, 96, 1, 32, 0, 1));  // K % 64
   EXPECT_FALSE(MatMulQ4DynColumnsAvxVnni(xq.data(), xs, gs, w4.data(), &sc, nullptr, nullptr, y, 4, 64, 1, 32, 0, 1));  // 4 rows
-  EXPECT_FALSE(MatMulQ8DynColumnsAvxVnni(xq.data(), xs, w.data(), &sc, nullptr, y, 15, 64, 1, 0, 1));  // below the panel
+  EXPECT_FALSE(MatMulQ8DynColumnsAvxVnni(xq.data(), xs, w.data(), &sc, nullptr, y, kAvxVnniPanelRows - 1, 64, 1, 0, 1));  // below the panel
   std::vector<int8_t> xq192(192, 1);
   std::vector<uint8_t> w192(96, 0x11);
   EXPECT_FALSE(MatMulQ4DynColumnsAvxVnni(xq192.data(), xs, gs, w192.data(), &sc, nullptr, nullptr, y, 1, 192, 1, 96, 0, 1));  // G = 96
