@@ -148,20 +148,36 @@ double MeasureF32FmaPeak(ThreadPool& pool, double seconds) {
   });
 }
 
+namespace {
+double HighwayInt8Loop(int64_t iters, int32_t* sink) { return HWY_DYNAMIC_DISPATCH(Int8Loop)(iters, sink); }
+
+struct Int8Probe {
+  const char* instruction;
+  double (*loop)(int64_t iters, int32_t* sink);
+};
+
+// The dynamic kernels' prefill inner op, in the dispatch's order: vpdpbusd where they run the
+// VNNI bodies (the 256-bit form on AVX-VNNI CPUs), smmla / sdot on Arm CPUs with the int8 matrix
+// multiply / the dot product, else the Highway sequence.
+Int8Probe ActiveInt8Probe() {
+  if (VnniAvailable()) return {"vpdpbusd", VnniDotLoop};
+  if (AvxVnniAvailable()) return {"vpdpbusd (256-bit, AVX-VNNI)", AvxVnniDotLoop};
+  if (I8mmAvailable()) return {"smmla", I8mmDotLoop};
+  if (DotprodAvailable()) return {"sdot", DotprodDotLoop};
+  return {"int16 multiply-add", HighwayInt8Loop};
+}
+}  // namespace
+
+const char* Int8PeakInstruction() { return ActiveInt8Probe().instruction; }
+
 double MeasureInt8DotPeak(ThreadPool& pool, double seconds) {
   std::vector<double> done(size_t(pool.size()));
+  const Int8Probe probe = ActiveInt8Probe();
   return BestRate(seconds, [&] {
     pool.ParallelFor(pool.size(), 1, [&](int64_t b, int64_t e, int) {
       for (int64_t t = b; t < e; ++t) {
         int32_t sink;
-        // The dynamic kernels' inner op: vpdpbusd where they dispatch to the VNNI bodies (the
-        // 256-bit form on AVX-VNNI CPUs), smmla / sdot on Arm CPUs with the int8 matrix multiply /
-        // the dot product (the prefill panels' inner op).
-        done[size_t(t)] = VnniAvailable()      ? VnniDotLoop(2000000, &sink)
-                          : AvxVnniAvailable() ? AvxVnniDotLoop(2000000, &sink)
-                          : I8mmAvailable()    ? I8mmDotLoop(2000000, &sink)
-                          : DotprodAvailable() ? DotprodDotLoop(2000000, &sink)
-                                               : HWY_DYNAMIC_DISPATCH(Int8Loop)(2000000, &sink);
+        done[size_t(t)] = probe.loop(2000000, &sink);
         if (sink == 12345) done[size_t(t)] += 1;
       }
     });

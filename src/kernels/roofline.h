@@ -29,8 +29,11 @@ class ReadBandwidthProbe {
 // accumulator chains, no memory traffic.
 double MeasureF32FmaPeak(ThreadPool& pool, double seconds);
 // int8 multiply-add peak in OP/s (2 per int8 product) over all pool threads, with the
-// instruction the dynamic-activation kernels use: vpdpbusd where AVX-512 VNNI runs them, else
-// their Highway sequence (int8 → int16 widen, int16 pairwise multiply-add into int32).
+// instruction the dynamic-activation kernels' prefill uses (Int8PeakInstruction()).
 double MeasureInt8DotPeak(ThreadPool& pool, double seconds);
+// That instruction, as the dispatch chooses it now: "vpdpbusd" (AVX-512 VNNI), "vpdpbusd
+// (256-bit, AVX-VNNI)", "smmla" / "sdot" (Arm), else "int16 multiply-add" (the Highway sequence:
+// int8 → int16 widen, pairwise multiply-add into int32).
+const char* Int8PeakInstruction();
 
 }  // namespace slm::kernels

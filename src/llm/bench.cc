@@ -15,8 +15,6 @@
 #include "core/thread_pool.h"
 #include "graph/graph.h"
 #include "kernels/kernels.h"
-#include "kernels/matmul_q_dotprod.h"
-#include "kernels/matmul_q_vnni.h"
 #include "kernels/roofline.h"
 #include "llm/session.h"
 #include "llm/stats.h"
@@ -378,11 +376,7 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
       fractions.push_back(rates[rep] * bytes_per_token / around);
     }
     r.decode_fraction_of_paired_bound = SpreadOf(fractions).median;
-    r.int8_peak_instruction = kernels::VnniAvailable()      ? "vpdpbusd"
-                              : kernels::AvxVnniAvailable() ? "vpdpbusd (256-bit, AVX-VNNI)"
-                              : kernels::I8mmAvailable()    ? "smmla"
-                              : kernels::DotprodAvailable() ? "sdot"
-                                                            : "int16 multiply-add";
+    r.int8_peak_instruction = kernels::Int8PeakInstruction();
   }
   return r;
 }

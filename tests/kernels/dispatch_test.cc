@@ -11,6 +11,7 @@
 #include "kernels/kernels.h"
 #include "kernels/matmul_q_dotprod.h"
 #include "kernels/matmul_q_vnni.h"
+#include "kernels/roofline.h"
 #if defined(__aarch64__) && defined(__linux__)
 #include <asm/hwcap.h>
 #include <sys/auxv.h>
@@ -72,6 +73,24 @@ TEST(SimdDispatchTest, ActiveIntrinsicBodiesNamesTheFamilyTheDispatchTakes) {
   SetAvxVnniEnabledForTest(true);
   SetDotprodEnabledForTest(true);
   EXPECT_EQ(ActiveIntrinsicBodies(), expected);
+}
+
+// bench's int8 peak names the instruction it probes, the one the dynamic prefill dispatches to.
+TEST(SimdDispatchTest, Int8PeakInstructionFollowsTheIntrinsicBodies) {
+  const std::string bodies = ActiveIntrinsicBodies();
+  const std::string expected = bodies == "VNNI"           ? "vpdpbusd"
+                               : bodies == "AVX-VNNI"     ? "vpdpbusd (256-bit, AVX-VNNI)"
+                               : bodies == "DOTPROD+I8MM" ? "smmla"
+                               : bodies == "DOTPROD"      ? "sdot"
+                                                          : "int16 multiply-add";
+  EXPECT_EQ(Int8PeakInstruction(), expected);
+  SetVnniEnabledForTest(false);
+  SetAvxVnniEnabledForTest(false);
+  SetDotprodEnabledForTest(false);
+  EXPECT_STREQ(Int8PeakInstruction(), "int16 multiply-add");
+  SetVnniEnabledForTest(true);
+  SetAvxVnniEnabledForTest(true);
+  SetDotprodEnabledForTest(true);
 }
 
 TEST(SimdDispatchTest, SelectingAnUnsupportedTargetFailsListingTheSupportedOnesAndChangesNothing) {
