@@ -369,6 +369,7 @@ BENCHMARK(BM_MatMulQ4G32) SLM_QUANT_SHAPES;
 #define SLM_DYN_SHAPES                                                                                              \
   ->ArgsProduct({{1}, {2048}, {2048, 8192}, {0, 1, 2, 3}})->ArgsProduct({{1}, {8192}, {2048, 16384}, {1, 2, 3}})     \
       ->ArgsProduct({{32, 128}, {2048}, {2048}, {0, 1, 2, 3}})->Args({128, 8192, 2048, 1})->Args({128, 2048, 8192, 1}) \
+      ->Args({512, 2048, 8192, 1})->Args({512, 8192, 2048, 1})                                                     \
       ->ArgsProduct({{4, 8, 12}, {2048}, {2048}, {2, 3}})                                                           \
       ->ArgNames({"R", "K", "N", "body"})->Unit(benchmark::kMicrosecond)
 BENCHMARK(BM_MatMulQ8Dyn) SLM_DYN_SHAPES;

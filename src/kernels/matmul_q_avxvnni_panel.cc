@@ -252,7 +252,7 @@ void MatMulQ4DynPanelAvxVnni(const int8_t* xq, const float* xscale, const int32_
   PadToPanels(xscale, rows, panels * kP, xscale_pad);
   GroupSumsToPanels<kP>(group_sums, rows, groups, gs);
   const Q4PanelArgs s{reinterpret_cast<int8_t*>(scratch), gs, xscale_pad, w, scales, offsets, bias, y, rows, k, size_t(N),
-                      size_t(G), scratch + xt_bytes, /*qfix=*/nullptr, reinterpret_cast<float*>(scratch + xt_bytes + slab_bytes)};
+                      size_t(G), scratch + xt_bytes, /*qstart=*/nullptr, reinterpret_cast<float*>(scratch + xt_bytes + slab_bytes)};
   size_t n = size_t(n_begin);
   const size_t end = size_t(n_end);
   const auto blocks = [&](auto asym) {

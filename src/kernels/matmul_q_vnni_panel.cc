@@ -99,20 +99,34 @@ SLM_VNNI_TARGET void TransposeQuads(const int8_t* xq, size_t R, size_t K, uint8_
 // kSignedWeights: w is the signed operand of vpdpbusd and xt the unsigned one (Q4: q − 8 against
 // x + 128); otherwise w is unsigned (Q8: w + 128) and xt signed.
 template <size_t kM, bool kSignedWeights>
+SLM_VNNI_TARGET inline void PanelStep(const int8_t* xt, const uint8_t* w, size_t ldw, size_t q, __m512i* a,
+                                      __m512i* b) {
+  const __m512i x0 = _mm512_loadu_si512(xt + q * kP * 4);
+  const __m512i x1 = _mm512_loadu_si512(xt + q * kP * 4 + 64);
+  #pragma GCC unroll 16
+  for (size_t m = 0; m < kM; ++m) {
+    int32_t quad;
+    std::memcpy(&quad, w + m * ldw + 4 * q, 4);
+    const __m512i wb = _mm512_set1_epi32(quad);
+    a[m] = kSignedWeights ? Dpbusd(a[m], x0, wb) : Dpbusd(a[m], wb, x0);
+    b[m] = kSignedWeights ? Dpbusd(b[m], x1, wb) : Dpbusd(b[m], wb, x1);
+  }
+}
+
+// Lines [q0, q1) of the next block (one line per 4-k step of a tile; see vnni::Prefetch).
+SLM_VNNI_TARGET inline void PrefetchLines(Prefetch pf, size_t q0, size_t q1) {
+  for (size_t q = q0; q < q1 && q * 64 < pf.bytes; ++q) {
+    _mm_prefetch(reinterpret_cast<const char*>(pf.next + q * 64), _MM_HINT_T0);
+  }
+}
+
+// The steps [q0, q1) of PanelStep, one line of the next block prefetched per step.
+template <size_t kM, bool kSignedWeights>
 SLM_VNNI_TARGET inline void PanelSteps(const int8_t* xt, const uint8_t* w, size_t ldw, size_t q0,
                                        size_t q1, __m512i* a, __m512i* b, Prefetch pf) {
   for (size_t q = q0; q < q1; ++q) {
     if (q * 64 < pf.bytes) _mm_prefetch(reinterpret_cast<const char*>(pf.next + q * 64), _MM_HINT_T0);
-    const __m512i x0 = _mm512_loadu_si512(xt + q * kP * 4);
-    const __m512i x1 = _mm512_loadu_si512(xt + q * kP * 4 + 64);
-    #pragma GCC unroll 16
-    for (size_t m = 0; m < kM; ++m) {
-      int32_t quad;
-      std::memcpy(&quad, w + m * ldw + 4 * q, 4);
-      const __m512i wb = _mm512_set1_epi32(quad);
-      a[m] = kSignedWeights ? Dpbusd(a[m], x0, wb) : Dpbusd(a[m], wb, x0);
-      b[m] = kSignedWeights ? Dpbusd(b[m], x1, wb) : Dpbusd(b[m], wb, x1);
-    }
+    PanelStep<kM, kSignedWeights>(xt, w, ldw, q, a, b);
   }
 }
 
@@ -176,57 +190,72 @@ SLM_VNNI_TARGET void Q8PanelBlock(const Q8PanelArgs& s, size_t n) {
 // into f32 in group order, then fma(acc, xscale, bias). The dot comes in one of two forms:
 //  - kSigned: w holds kM rows of q − 8 as signed bytes and xt the activations as unsigned
 //    x + 128: Σ (q − 8)·(x + 128) = Σ (q − 8)·x + 128·Σ (q − 8), the second part per weight row
-//    and group (qfix, from the unpack) and removed in int32. Symmetric groups need no
+//    and group (−qstart, from the unpack) and removed in int32. Symmetric groups need no
 //    activation sums; asymmetric ones add 8·gs back (Σ q·x = Σ (q − 8)·x + 8·Σ x).
 //  - otherwise: w holds the codes q (unsigned), xt x (signed): Σ q·x, minus 8·gs when symmetric.
 //    No per-row correction: cheaper when the block is used by a single panel.
+// The integer corrections are the accumulators' start values, not subtractions after the steps
+// (the same integers). kG > 0: the group size known at compile time, its kG / 4 steps unrolled.
+// Both because the fold, not the vpdpbusd, set the pace: a G = 32 group's 96 vpdpbusd came with
+// ~250 other instructions (step loop control, per-step prefetch test, 24 integer corrections);
+// at about 5 per cycle that is more cycles than the vpdpbusd take at 2 per cycle.
 // gs: the group sums of the panel's rows, [groups][32] (unused when kSigned and symmetric).
-template <size_t kM, bool kSigned>
+template <size_t kM, bool kSigned, size_t kG>
 SLM_VNNI_TARGET void Q4PanelTile(const int8_t* xt, const uint8_t* w, size_t K, size_t ldw, size_t G,
-                                 const float* scales, const float* offsets, const int32_t* qfix,
+                                 const float* scales, const float* offsets, const int32_t* qstart,
                                  const int32_t* gs, PanelRows rows, const float* bias, float* out,
                                  Prefetch pf) {
-  const size_t groups = K / G;
+  if constexpr (kG > 0) G = kG;
+  const size_t groups = K / G, steps = G / 4;
+  const bool symmetric = offsets == nullptr;
   __m512 f[kM], h[kM];
   #pragma GCC unroll 16
   for (size_t m = 0; m < kM; ++m) f[m] = h[m] = _mm512_setzero_ps();
   for (size_t g = 0; g < groups; ++g) {
     __m512i a[kM], b[kM];
-    #pragma GCC unroll 16
-    for (size_t m = 0; m < kM; ++m) a[m] = b[m] = _mm512_setzero_si512();
-    PanelSteps<kM, kSigned>(xt, w, ldw, g * G / 4, (g + 1) * G / 4, a, b, pf);
-    if (kSigned && offsets == nullptr) {
-      #pragma GCC unroll 16
-      for (size_t m = 0; m < kM; ++m) {
-        const __m512 vs = _mm512_set1_ps(scales[m * groups + g]);
-        const __m512i fix = _mm512_set1_epi32(qfix[m * groups + g]);
-        f[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(a[m], fix)), vs, f[m]);
-        h[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(b[m], fix)), vs, h[m]);
+    // Start values: signed, qstart (+ 8·gs when asymmetric); unsigned, −8·gs when symmetric, else
+    // 0. e0 / e1: the part from the activations, the same for every weight row.
+    __m512i e0 = _mm512_setzero_si512(), e1 = _mm512_setzero_si512();
+    if (kSigned != symmetric) {
+      e0 = _mm512_slli_epi32(_mm512_loadu_si512(gs + g * kP), 3);
+      e1 = _mm512_slli_epi32(_mm512_loadu_si512(gs + g * kP + 16), 3);
+      if (!kSigned) {
+        e0 = _mm512_sub_epi32(_mm512_setzero_si512(), e0);
+        e1 = _mm512_sub_epi32(_mm512_setzero_si512(), e1);
       }
+    }
+    #pragma GCC unroll 16
+    for (size_t m = 0; m < kM; ++m) {
+      if constexpr (kSigned) {
+        const __m512i start = _mm512_set1_epi32(qstart[m * groups + g]);
+        a[m] = _mm512_add_epi32(start, e0);
+        b[m] = _mm512_add_epi32(start, e1);
+      } else {
+        a[m] = e0;
+        b[m] = e1;
+      }
+    }
+    PrefetchLines(pf, g * steps, (g + 1) * steps);
+    if constexpr (kG > 0) {
+      #pragma GCC unroll 32
+      for (size_t q = 0; q < kG / 4; ++q) PanelStep<kM, kSigned>(xt, w, ldw, g * (kG / 4) + q, a, b);
     } else {
-      const __m512i gs0 = _mm512_loadu_si512(gs + g * kP), gs1 = _mm512_loadu_si512(gs + g * kP + 16);
-      // Symmetric (unsigned form): − 8·gs; asymmetric, signed form: + 8·gs.
-      const __m512i e0 = _mm512_slli_epi32(gs0, 3), e1 = _mm512_slli_epi32(gs1, 3);
-      const __m512 gf0 = _mm512_cvtepi32_ps(gs0), gf1 = _mm512_cvtepi32_ps(gs1);
+      for (size_t q = g * steps; q < (g + 1) * steps; ++q) PanelStep<kM, kSigned>(xt, w, ldw, q, a, b);
+    }
+    #pragma GCC unroll 16
+    for (size_t m = 0; m < kM; ++m) {
+      const __m512 vs = _mm512_set1_ps(scales[m * groups + g]);
+      f[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[m]), vs, f[m]);
+      h[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(b[m]), vs, h[m]);
+    }
+    if (!symmetric) {
+      const __m512 gf0 = _mm512_cvtepi32_ps(_mm512_loadu_si512(gs + g * kP));
+      const __m512 gf1 = _mm512_cvtepi32_ps(_mm512_loadu_si512(gs + g * kP + 16));
       #pragma GCC unroll 16
       for (size_t m = 0; m < kM; ++m) {
-        const __m512 vs = _mm512_set1_ps(scales[m * groups + g]);
-        __m512i d0 = a[m], d1 = b[m];
-        if constexpr (kSigned) {  // asymmetric
-          const __m512i fix = _mm512_set1_epi32(qfix[m * groups + g]);
-          d0 = _mm512_add_epi32(_mm512_sub_epi32(d0, fix), e0);
-          d1 = _mm512_add_epi32(_mm512_sub_epi32(d1, fix), e1);
-        } else if (offsets == nullptr) {
-          d0 = _mm512_sub_epi32(d0, e0);
-          d1 = _mm512_sub_epi32(d1, e1);
-        }
-        f[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), vs, f[m]);
-        h[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d1), vs, h[m]);
-        if (offsets != nullptr) {
-          const __m512 vo = _mm512_set1_ps(offsets[m * groups + g]);
-          f[m] = _mm512_fmadd_ps(gf0, vo, f[m]);
-          h[m] = _mm512_fmadd_ps(gf1, vo, h[m]);
-        }
+        const __m512 vo = _mm512_set1_ps(offsets[m * groups + g]);
+        f[m] = _mm512_fmadd_ps(gf0, vo, f[m]);
+        h[m] = _mm512_fmadd_ps(gf1, vo, h[m]);
       }
     }
   }
@@ -240,12 +269,12 @@ SLM_VNNI_TARGET void Q4PanelTile(const int8_t* xt, const uint8_t* w, size_t K, s
 }
 
 // The signed form's unpack (dst[K] = q − 8 as signed bytes, in k order) fused with the row's
-// corrections, qfix[g] = 128 · Σ_{k∈g} (q[k] − 8) (see Q4PanelTile). 128 k per step: the 64
+// corrections, qstart[g] = −128 · Σ_{k∈g} (q[k] − 8) (see Q4PanelTile). 128 k per step: the 64
 // packed bytes are four 32-k blocks of 16 bytes (low nibbles k 32b..32b+15, high nibbles
 // k 32b+16..32b+31); one two-source permute per 64 output bytes puts them in k order. For the
 // corrections, one vpsadbw of lo + hi sums 16 nibbles per 64-bit lane (2 lanes per block). A
 // K % 128 == 64 tail goes through the unsigned 64-k unpack and scalar sums.
-SLM_VNNI_TARGET void UnpackQ4RowSigned(const uint8_t* src, size_t K, size_t G, uint8_t* dst, int32_t* qfix) {
+SLM_VNNI_TARGET void UnpackQ4RowSigned(const uint8_t* src, size_t K, size_t G, uint8_t* dst, int32_t* qstart) {
   const __m512i mask = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8);
   const __m512i first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
   // Σ q per 16 codes first (one store per 128 k), then whole groups: no division per lane (a
@@ -265,13 +294,13 @@ SLM_VNNI_TARGET void UnpackQ4RowSigned(const uint8_t* src, size_t K, size_t G, u
       const __m512i blocks = _mm512_add_epi64(sums, _mm512_bsrli_epi128(sums, 8));  // block b in lane 2b
       const __m512i even = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 0, 2, 4, 6), blocks);
       const __m128i q = _mm256_castsi256_si128(_mm512_cvtepi64_epi32(even));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(qfix + k / 32),
-                       _mm_slli_epi32(_mm_add_epi32(q, _mm_set1_epi32(-8 * 32)), 7));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(qstart + k / 32),
+                       _mm_slli_epi32(_mm_sub_epi32(_mm_set1_epi32(8 * 32), q), 7));
     } else {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(hb + k / 16), _mm512_cvtepi64_epi32(sums));
     }
   }
-  const size_t whole = k;  // k below `whole`: G = 32 groups already in qfix
+  const size_t whole = k;  // k below `whole`: G = 32 groups already in qstart
   if (k < K) {  // the last 64 k: two 32-k blocks of 16 bytes
     vnni::UnpackQ4Row<true>(src + k / 2, dst + k, K - k);
     for (; k < K; k += 16) {
@@ -287,17 +316,17 @@ SLM_VNNI_TARGET void UnpackQ4RowSigned(const uint8_t* src, size_t K, size_t G, u
   for (size_t g = G == 32 ? whole / G : 0; g < K / G; ++g) {
     int32_t sum = -8 * int32_t(G);
     for (size_t j = 0; j < per_group; ++j) sum += hb[g * per_group + j];
-    qfix[g] = 128 * sum;
+    qstart[g] = -128 * sum;
   }
 }
 
-template <size_t kM, bool kSigned>
+template <size_t kM, bool kSigned, size_t kG>
 SLM_VNNI_TARGET void Q4PanelBlock(const Q4PanelArgs& s, size_t n) {
   const size_t groups = s.K / s.G;
   for (size_t c = 0; c < kM; ++c) {
     const uint8_t* row = s.w + (n + c) * (s.K / 2);
     if constexpr (kSigned) {
-      UnpackQ4RowSigned(row, s.K, s.G, s.slab + c * SlabStride(s.K), s.qfix + c * groups);
+      UnpackQ4RowSigned(row, s.K, s.G, s.slab + c * SlabStride(s.K), s.qstart + c * groups);
     } else {
       vnni::UnpackQ4Row<false>(row, s.slab + c * SlabStride(s.K), s.K);
     }
@@ -307,10 +336,28 @@ SLM_VNNI_TARGET void Q4PanelBlock(const Q4PanelArgs& s, size_t n) {
   const size_t left = (s.N - n - kM) * (s.K / 2), panels = (s.R + kP - 1) / kP;
   const Prefetch next{s.w + (n + kM) * (s.K / 2), std::min(left, kM * s.K / 2)};
   for (size_t p = 0; p < panels; ++p) {  // prefetch in the last panel's tile, as for Q8
-    Q4PanelTile<kM, kSigned>(s.xt + p * kP * s.K, s.slab, s.K, SlabStride(s.K), s.G, sc, oc, s.qfix,
-                             s.gs + p * groups * kP, PanelRows{nullptr, s.xscale + p * kP}, s.bias ? s.bias + n : nullptr,
-                             s.out, p + 1 == panels ? next : Prefetch{});
+    Q4PanelTile<kM, kSigned, kG>(s.xt + p * kP * s.K, s.slab, s.K, SlabStride(s.K), s.G, sc, oc, s.qstart,
+                                 s.gs + p * groups * kP, PanelRows{nullptr, s.xscale + p * kP},
+                                 s.bias ? s.bias + n : nullptr, s.out, p + 1 == panels ? next : Prefetch{});
     WriteRows<kP, kM>(s.out, p, s.R, s.N, n, s.y);
+  }
+}
+
+// Columns [n, end) in blocks of kQ4M, then 2, then 1 weight rows.
+template <bool kSigned, size_t kG>
+SLM_VNNI_TARGET void Q4PanelBlocks(const Q4PanelArgs& s, size_t n, size_t end) {
+  for (; n + kQ4M <= end; n += kQ4M) Q4PanelBlock<kQ4M, kSigned, kG>(s, n);
+  for (; n + 2 <= end; n += 2) Q4PanelBlock<2, kSigned, kG>(s, n);
+  for (; n < end; ++n) Q4PanelBlock<1, kSigned, kG>(s, n);
+}
+
+template <bool kSigned>
+SLM_VNNI_TARGET void Q4PanelBlocks(const Q4PanelArgs& s, size_t n, size_t end) {
+  switch (s.G) {
+    case 32: return Q4PanelBlocks<kSigned, 32>(s, n, end);
+    case 64: return Q4PanelBlocks<kSigned, 64>(s, n, end);
+    case 128: return Q4PanelBlocks<kSigned, 128>(s, n, end);
+    default: return Q4PanelBlocks<kSigned, 0>(s, n, end);
   }
 }
 
@@ -365,7 +412,7 @@ void MatMulQ4DynPanelVnni(const int8_t* xq, const float* xscale, const int32_t* 
   float* xscale_pad = reinterpret_cast<float*>(scratch + xt_bytes + slab_bytes + out_bytes);
   PadToPanels(xscale, rows, panels * kP, xscale_pad);
   int32_t* gs = reinterpret_cast<int32_t*>(scratch + xt_bytes + slab_bytes + out_bytes + row_bytes);
-  s.qfix = reinterpret_cast<int32_t*>(scratch + xt_bytes + slab_bytes + out_bytes + row_bytes + gs_bytes);
+  s.qstart = reinterpret_cast<int32_t*>(scratch + xt_bytes + slab_bytes + out_bytes + row_bytes + gs_bytes);
   // The signed form from two panels on (see Q4PanelTile); symmetric signed tiles need no sums.
   const bool signed_form = panels >= 2;
   TransposeQuads(xq, rows, k, signed_form ? 0x80 : 0, reinterpret_cast<int8_t*>(scratch));
@@ -381,16 +428,11 @@ void MatMulQ4DynPanelVnni(const int8_t* xq, const float* xscale, const int32_t* 
   s.K = k;
   s.N = size_t(N);
   s.G = size_t(G);
-  size_t n = size_t(n_begin);
-  const size_t end = size_t(n_end);
-  auto blocks = [&](auto signed_tag) {
-    constexpr bool kSigned = decltype(signed_tag)::value;
-    for (; n + kQ4M <= end; n += kQ4M) Q4PanelBlock<kQ4M, kSigned>(s, n);
-    for (; n + 2 <= end; n += 2) Q4PanelBlock<2, kSigned>(s, n);
-    for (; n < end; ++n) Q4PanelBlock<1, kSigned>(s, n);
-  };
-  if (signed_form) blocks(std::true_type{});
-  else blocks(std::false_type{});
+  if (signed_form) {
+    Q4PanelBlocks<true>(s, size_t(n_begin), size_t(n_end));
+  } else {
+    Q4PanelBlocks<false>(s, size_t(n_begin), size_t(n_end));
+  }
 }
 
 #endif  // SLM_HAVE_VNNI_KERNELS

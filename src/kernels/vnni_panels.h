@@ -88,7 +88,7 @@ struct Q4PanelArgs {
   float* y;
   size_t R, K, N, G;
   uint8_t* slab;   // [kM, SlabStride(K)]
-  int32_t* qfix;   // [kM, groups], the AVX-512 panel's signed form only
+  int32_t* qstart; // [kM, groups], the AVX-512 panel's signed form only
   float* out;      // [kM, kP]
 };
 
