@@ -19,7 +19,6 @@
 // once per group.
 #include <algorithm>
 #include <cstring>
-#include <type_traits>
 
 #include "kernels/matmul_q_vnni.h"
 #include "kernels/vnni_intrinsics.h"
@@ -87,23 +86,30 @@ SLM_AVXVNNI_TARGET void TransposeQuads(const int8_t* xq, size_t R, size_t K, int
   }
 }
 
-// a[m] += Σ_{q in [q0, q1)} w[m, 4q..4q+3] · xt[q][0..8) (w: kRows unsigned rows, ldw bytes
-// apart, xt signed), b[m] the same for lanes 8..16.
+// a[m] += w[m, 4q..4q+3] · xt[q][0..8) (w: kRows unsigned rows, ldw bytes apart, xt signed),
+// b[m] the same for lanes 8..16: one 4-k step.
+template <size_t kRows>
+SLM_AVXVNNI_TARGET inline void PanelStep(const int8_t* xt, const uint8_t* w, size_t ldw, size_t q, __m256i* a,
+                                         __m256i* b) {
+  const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xt + q * kP * 4));
+  const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xt + q * kP * 4 + 32));
+  #pragma GCC unroll 8
+  for (size_t m = 0; m < kRows; ++m) {
+    int32_t quad;
+    std::memcpy(&quad, w + m * ldw + 4 * q, 4);
+    const __m256i wb = _mm256_set1_epi32(quad);
+    a[m] = vnni::Dpbusd256(a[m], wb, x0);
+    b[m] = vnni::Dpbusd256(b[m], wb, x1);
+  }
+}
+
+// The steps [q0, q1), one line of the next block prefetched per step (see vnni::Prefetch).
 template <size_t kRows>
 SLM_AVXVNNI_TARGET inline void PanelSteps(const int8_t* xt, const uint8_t* w, size_t ldw, size_t q0, size_t q1,
                                           __m256i* a, __m256i* b, Prefetch pf) {
   for (size_t q = q0; q < q1; ++q) {
     if (q * 64 < pf.bytes) _mm_prefetch(reinterpret_cast<const char*>(pf.next + q * 64), _MM_HINT_T0);
-    const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xt + q * kP * 4));
-    const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xt + q * kP * 4 + 32));
-    #pragma GCC unroll 8
-    for (size_t m = 0; m < kRows; ++m) {
-      int32_t quad;
-      std::memcpy(&quad, w + m * ldw + 4 * q, 4);
-      const __m256i wb = _mm256_set1_epi32(quad);
-      a[m] = vnni::Dpbusd256(a[m], wb, x0);
-      b[m] = vnni::Dpbusd256(b[m], wb, x1);
-    }
+    PanelStep<kRows>(xt, w, ldw, q, a, b);
   }
 }
 
@@ -158,33 +164,47 @@ SLM_AVXVNNI_TARGET void Q8PanelBlock(const Q8PanelArgs& s, size_t n) {
 
 // ---- Q4 ----
 
-template <size_t kRows, bool kAsym>
+// As the AVX-512 tile (matmul_q_vnni_panel.cc): the symmetric groups' −8·gs is the int32
+// accumulators' start value, and kG > 0 (G = 32, 64, 128) unrolls a group's steps, the next
+// block's lines prefetched once per group.
+template <size_t kRows, bool kAsym, size_t kG>
 SLM_AVXVNNI_TARGET void Q4PanelTile(const Q4PanelArgs& s, size_t p, size_t n, Prefetch pf) {
-  const size_t groups = s.K / s.G;
+  const size_t G = kG > 0 ? kG : s.G, groups = s.K / G, steps = G / 4;
   const float* scales = s.scales + n * groups;
   const float* offsets = kAsym ? s.offsets + n * groups : nullptr;
   const int8_t* xt = s.xt + p * kP * s.K;
   float* f = s.out;  // f[m·16 + j]
   std::fill(f, f + kRows * kP, 0.0f);
   for (size_t g = 0; g < groups; ++g) {
-    __m256i a[kRows], b[kRows];
-    #pragma GCC unroll 8
-    for (size_t m = 0; m < kRows; ++m) a[m] = b[m] = _mm256_setzero_si256();
-    PanelSteps<kRows>(xt, s.slab, SlabStride(s.K), g * s.G / 4, (g + 1) * s.G / 4, a, b, pf);
     const int32_t* gs = s.gs + (p * groups + g) * kP;
     const __m256i gs0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(gs));
     const __m256i gs1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(gs + 8));
+    __m256i a[kRows], b[kRows];
+    const __m256i start0 = kAsym ? _mm256_setzero_si256() : _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(gs0, 3));
+    const __m256i start1 = kAsym ? _mm256_setzero_si256() : _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(gs1, 3));
+    #pragma GCC unroll 8
+    for (size_t m = 0; m < kRows; ++m) {
+      a[m] = start0;
+      b[m] = start1;
+    }
+    for (size_t q = g * steps; q < (g + 1) * steps && q * 64 < pf.bytes; ++q) {
+      _mm_prefetch(reinterpret_cast<const char*>(pf.next + q * 64), _MM_HINT_T0);
+    }
+    if constexpr (kG > 0) {
+      #pragma GCC unroll 32
+      for (size_t q = 0; q < kG / 4; ++q) PanelStep<kRows>(xt, s.slab, SlabStride(s.K), g * (kG / 4) + q, a, b);
+    } else {
+      for (size_t q = g * steps; q < (g + 1) * steps; ++q) PanelStep<kRows>(xt, s.slab, SlabStride(s.K), q, a, b);
+    }
     #pragma GCC unroll 8
     for (size_t m = 0; m < kRows; ++m) {
       const __m256 vs = _mm256_set1_ps(scales[m * groups + g]);
-      __m256 f0 = _mm256_loadu_ps(f + m * kP), f1 = _mm256_loadu_ps(f + m * kP + 8);
+      __m256 f0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a[m]), vs, _mm256_loadu_ps(f + m * kP));
+      __m256 f1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(b[m]), vs, _mm256_loadu_ps(f + m * kP + 8));
       if constexpr (kAsym) {
         const __m256 vo = _mm256_set1_ps(offsets[m * groups + g]);
-        f0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(gs0), vo, _mm256_fmadd_ps(_mm256_cvtepi32_ps(a[m]), vs, f0));
-        f1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(gs1), vo, _mm256_fmadd_ps(_mm256_cvtepi32_ps(b[m]), vs, f1));
-      } else {
-        f0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(a[m], _mm256_slli_epi32(gs0, 3))), vs, f0);
-        f1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(b[m], _mm256_slli_epi32(gs1, 3))), vs, f1);
+        f0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(gs0), vo, f0);
+        f1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(gs1), vo, f1);
       }
       _mm256_storeu_ps(f + m * kP, f0);
       _mm256_storeu_ps(f + m * kP + 8, f1);
@@ -200,7 +220,7 @@ SLM_AVXVNNI_TARGET void Q4PanelTile(const Q4PanelArgs& s, size_t p, size_t n, Pr
   }
 }
 
-template <size_t kRows, bool kAsym>
+template <size_t kRows, bool kAsym, size_t kG>
 SLM_AVXVNNI_TARGET void Q4PanelBlock(const Q4PanelArgs& s, size_t n) {
   for (size_t c = 0; c < kRows; ++c) {
     UnpackQ4Row<false>(s.w + (n + c) * (s.K / 2), s.slab + c * SlabStride(s.K), s.K);
@@ -208,8 +228,26 @@ SLM_AVXVNNI_TARGET void Q4PanelBlock(const Q4PanelArgs& s, size_t n) {
   const size_t left = (s.N - n - kRows) * (s.K / 2), panels = (s.R + kP - 1) / kP;
   const Prefetch next{s.w + (n + kRows) * (s.K / 2), std::min(left, kRows * s.K / 2)};
   for (size_t p = 0; p < panels; ++p) {
-    Q4PanelTile<kRows, kAsym>(s, p, n, p + 1 == panels ? next : Prefetch{});
+    Q4PanelTile<kRows, kAsym, kG>(s, p, n, p + 1 == panels ? next : Prefetch{});
     WriteRows<kP, kRows>(s.out, p, s.R, s.N, n, s.y);
+  }
+}
+
+// Columns [n, end) in blocks of kM, then 2, then 1 weight rows.
+template <bool kAsym, size_t kG>
+SLM_AVXVNNI_TARGET void Q4PanelBlocks(const Q4PanelArgs& s, size_t n, size_t end) {
+  for (; n + kM <= end; n += kM) Q4PanelBlock<kM, kAsym, kG>(s, n);
+  for (; n + 2 <= end; n += 2) Q4PanelBlock<2, kAsym, kG>(s, n);
+  for (; n < end; ++n) Q4PanelBlock<1, kAsym, kG>(s, n);
+}
+
+template <bool kAsym>
+SLM_AVXVNNI_TARGET void Q4PanelBlocks(const Q4PanelArgs& s, size_t n, size_t end) {
+  switch (s.G) {
+    case 32: return Q4PanelBlocks<kAsym, 32>(s, n, end);
+    case 64: return Q4PanelBlocks<kAsym, 64>(s, n, end);
+    case 128: return Q4PanelBlocks<kAsym, 128>(s, n, end);
+    default: return Q4PanelBlocks<kAsym, 0>(s, n, end);
   }
 }
 
@@ -253,16 +291,11 @@ void MatMulQ4DynPanelAvxVnni(const int8_t* xq, const float* xscale, const int32_
   GroupSumsToPanels<kP>(group_sums, rows, groups, gs);
   const Q4PanelArgs s{reinterpret_cast<int8_t*>(scratch), gs, xscale_pad, w, scales, offsets, bias, y, rows, k, size_t(N),
                       size_t(G), scratch + xt_bytes, /*qstart=*/nullptr, reinterpret_cast<float*>(scratch + xt_bytes + slab_bytes)};
-  size_t n = size_t(n_begin);
-  const size_t end = size_t(n_end);
-  const auto blocks = [&](auto asym) {
-    constexpr bool kAsym = decltype(asym)::value;
-    for (; n + kM <= end; n += kM) Q4PanelBlock<kM, kAsym>(s, n);
-    for (; n + 2 <= end; n += 2) Q4PanelBlock<2, kAsym>(s, n);
-    for (; n < end; ++n) Q4PanelBlock<1, kAsym>(s, n);
-  };
-  if (offsets != nullptr) blocks(std::true_type{});
-  else blocks(std::false_type{});
+  if (offsets != nullptr) {
+    Q4PanelBlocks<true>(s, size_t(n_begin), size_t(n_end));
+  } else {
+    Q4PanelBlocks<false>(s, size_t(n_begin), size_t(n_end));
+  }
 }
 
 #endif  // SLM_HAVE_VNNI_KERNELS

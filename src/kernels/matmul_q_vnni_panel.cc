@@ -18,7 +18,6 @@
 //    transposed like the panels; offset = −8·scale when symmetric). See Q4PanelTile.
 #include <algorithm>
 #include <cstring>
-#include <type_traits>
 #include <vector>
 
 #include "kernels/matmul_q_vnni.h"
