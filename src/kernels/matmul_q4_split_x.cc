@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "kernels/matmul_q_vnni.h"
 #include "kernels/vnni_intrinsics.h"
@@ -121,7 +122,7 @@ SLM_VNNI_TARGET inline void Q4SplitXTile(const float* x, const int8_t* parts, co
     const __m512i x3l = _mm512_loadu_si512(pc + 256), x3h = _mm512_loadu_si512(pc + 320);
     const __m512i cc = _mm512_loadu_si512(centre + 16 * c);
     const __m512 bs = _mm512_loadu_ps(lane_scales + 16 * c);
-#pragma GCC unroll 4
+#pragma GCC unroll 16
     for (size_t r = 0; r < kN; ++r) {
       const uint8_t* wc = w + r * row_bytes + c * (kChunk / 2);
       _mm_prefetch(reinterpret_cast<const char*>(wc + kN * row_bytes), _MM_HINT_T0);
@@ -147,7 +148,6 @@ template <size_t kScales>
 SLM_VNNI_TARGET void Q4SplitXRows(const float* x, const uint8_t* w, const float* scales,
                                   const float* offsets, const float* bias, float* y, size_t R,
                                   size_t K, size_t N, size_t G, size_t n_begin, size_t n_end) {
-  constexpr size_t kN = 4;
   const size_t groups = K / G, row_bytes = K / 2, chunks = K / kChunk;
   // Scratch, every piece 64-byte aligned: the group sums (used with offsets; padded to 16), then
   // per chunk 16 lane scales, 16 centres and the parts.
@@ -162,18 +162,24 @@ SLM_VNNI_TARGET void Q4SplitXRows(const float* x, const uint8_t* w, const float*
     SplitX(xr, parts, centre, lane_scales, chunks);
     if (offsets) vnni::Q4GroupSums(xr, xg, groups, G);
     size_t c = n_begin;
-    // Weight rows of 2 KB or more (K >= 4096, the 1B shape's down_proj) one at a time, as the
-    // 8da4w decode tiles take them (matmul_q_vnni.cc): one memory stream instead of four, the
-    // prefetch one row ahead. 1B int4 decode, `--profile`: down_proj 4.69-4.73 -> 4.41-4.42 ms
-    // (2 alternated rounds), decode 1.00-1.06x (3 rounds).
-    for (; row_bytes < 2048 && c + kN <= n_end; c += kN) {
-      Q4SplitXTile<kScales, kN>(xr, parts, centre, lane_scales, xg, w + c * row_bytes, scales + c * groups,
-                                offsets ? offsets + c * groups : nullptr, K, G, bias ? bias + c : nullptr, y + r * N + c);
-    }
-    for (; c < n_end; ++c) {
-      Q4SplitXTile<kScales, 1>(xr, parts, centre, lane_scales, xg, w + c * row_bytes, scales + c * groups,
-                               offsets ? offsets + c * groups : nullptr, K, G, bias ? bias + c : nullptr, y + r * N + c);
-    }
+    const auto tiles = [&](auto n_tag) SLM_VNNI_TARGET __attribute__((always_inline)) {
+      constexpr size_t kN = decltype(n_tag)::value;
+      for (; c + kN <= n_end; c += kN) {
+        Q4SplitXTile<kScales, kN>(xr, parts, centre, lane_scales, xg, w + c * row_bytes, scales + c * groups,
+                                  offsets ? offsets + c * groups : nullptr, K, G, bias ? bias + c : nullptr, y + r * N + c);
+      }
+    };
+    // 16 weight rows at a time where rows are 1 KB or less (K <= 2048), else 8, then 4 and 1 at
+    // the edges: the x parts are loaded once per chunk for all of a tile's rows, and more rows
+    // in flight is more memory-level parallelism. 1B int4 decode, `--profile`, alternated
+    // rounds (ms per call; lm_head, f32 and unchanged, as the yardstick of each run's memory):
+    // tiles of 4 (and K = 8192 one row at a time) -> 8: gate/up_proj 0.90–1.02 -> 0.69–0.82 of
+    // lm_head's time; down_proj one row at a time -> 8 rows: 5.03–5.08 -> 4.34–4.49 ms (3 rounds);
+    // 8 -> 16: gate/up 4.15–4.40 -> 3.77–4.01 ms, down_proj 4.22–4.64 -> 4.95–5.38 (3 rounds).
+    if (row_bytes <= 1024) tiles(std::integral_constant<size_t, 16>{});
+    tiles(std::integral_constant<size_t, 8>{});
+    tiles(std::integral_constant<size_t, 4>{});
+    tiles(std::integral_constant<size_t, 1>{});
   }
 }
 

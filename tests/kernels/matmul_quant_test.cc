@@ -768,12 +768,12 @@ TEST_P(SplitXMatMulTest, Int4WeightOnlyDecodeMatchesReferenceAcrossChunksAndTail
   ASSERT_TRUE(SplitX(GetParam(), x.data(), w.data(), sc.data(), nullptr, nullptr, &y, 1, 128, 1, 32, 0, 1))
       << "dispatch would not take the body";
   // K: whole 128-weight chunks, tails of 32, 64 and 96 after them, rows of 2 KB and more; G = 256:
-  // one scale for two chunks. N off the 4-row tiles.
+  // one scale for two chunks. N off the 16-, 8- and 4-row tiles.
   for (int64_t G : {32, 64, 128, 256}) {
     for (int64_t K : {128, 160, 224, 256, 288, 640, 1152 + 96, 4096 + 32}) {
       if (K % G != 0) continue;
       for (int64_t R : {1, 2, 3}) {
-        for (int64_t N : {1, 3, 4, 5, 9, 13}) {
+        for (int64_t N : {1, 3, 4, 5, 9, 13, 31}) {
           ASSERT_TRUE(Q4Matches(R, K, N, G, /*asym=*/(N + K / 32) % 2 == 0, (R + N) % 2 == 0, false));
         }
       }
