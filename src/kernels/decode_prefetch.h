@@ -1,14 +1,16 @@
 // Software prefetch distance of the int8 decode tiles (Q8RowTile in matmul_q-inl.h, Q8Tile in
-// matmul_q_vnni.cc). A decode tile streams kN weight rows together and reads every weight once,
-// so each step prefetches what it will need later: rows up to kDecodePrefetchBytes long the next
-// tile's row at the same offset (a whole tile ahead, as all decode tiles do); longer rows
-// kDecodePrefetchBytes further along the same row, and from its last kDecodePrefetchBytes on the
-// same distance into the next tile's row (rows are contiguous). A whole tile ahead, K = 8192
+// matmul_q_vnni.cc) and of the AVX-512 int4 split-x tiles. A decode tile streams kN weight rows
+// together and reads every weight once, so each step prefetches what it will need later: rows
+// up to kDecodePrefetchBytes long the next tile's row at the same offset (a whole tile ahead, as
+// all decode tiles do); longer rows kDecodePrefetchBytes further along the same row, and from
+// its last kDecodePrefetchBytes on the same distance into the next tile's row (rows are
+// contiguous). A whole tile ahead, K = 8192
 // (down_proj) put 4 rows × 8 KB of prefetched lines, plus x, through the 48 KB L1 before their
 // first use: BM_MatMulQ8 1×8192×2048 took 1.35× the time of 1×2048×8192 (the same bytes), with
-// 1 KB ahead 0.95–1.1× (465–469 → 338–371 µs, runs of the same session). Not used by the int4
-// tiles: with 4 KB rows their end-to-end decode did not gain (int4 0.90–0.96×, 8da4w 0.95–0.98×
-// in a 4-round A/B, while identical int4 code read 1.00–1.14× in the next), although
+// 1 KB ahead 0.95–1.1× (465–469 → 338–371 µs, runs of the same session). Used by the int4
+// split-x tiles since they take 8 rows of 4 KB at a time (matmul_q4_split_x.cc); not by the
+// other int4 tiles: with 4 KB rows their end-to-end decode did not gain (int4 0.90–0.96×, 8da4w
+// 0.95–0.98× in a 4-round A/B, while identical int4 code read 1.00–1.14× in the next), although
 // BM_MatMulQ4G32 1×8192×2048 did (545 → 482 µs).
 #pragma once
 
