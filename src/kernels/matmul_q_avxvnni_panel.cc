@@ -12,8 +12,11 @@
 //    unfused, as the decode bodies (matmul_q_avxvnni.cc) and the Highway ones form them.
 //  - Q4: unsigned codes against signed x; per group the exact dot (minus 8·Σx of the group when
 //    symmetric) folded into f32 in group order, + offset·Σx when asymmetric, then
-//    fma(acc, x_scale, bias or 0): the 8da4w order of quant_kernels.h. (The AVX-512 panel's
-//    signed form, which saves the group sums of symmetric groups, is not ported.)
+//    fma(acc, x_scale, bias or 0): the 8da4w order of quant_kernels.h; −8·Σx is the int32
+//    accumulators' start value, one vector shared by the tile's weight rows. (The AVX-512
+//    panel's signed form is not ported. On AVX-512, with both forms' corrections as start
+//    values, the loops differ by ~10 instructions per group, yet forcing the unsigned form made
+//    the 1B 8da4w prefill 0.92–0.97× in 3 alternated rounds: a port may gain that much here.)
 // The f32 accumulators of a Q4 tile live in its output buffer: 16 ymm registers hold the 12 int32
 // accumulators of 6 weight rows, two panel vectors and a broadcast, and the fold touches them
 // once per group.
@@ -187,7 +190,7 @@ SLM_AVXVNNI_TARGET void Q4PanelTile(const Q4PanelArgs& s, size_t p, size_t n, Pr
       a[m] = start0;
       b[m] = start1;
     }
-    for (size_t q = g * steps; q < (g + 1) * steps && q * 64 < pf.bytes; ++q) {
+    for (size_t q = g * steps; q < (g + 1) * steps && q * 64 < pf.bytes; ++q) {  // see vnni::Prefetch
       _mm_prefetch(reinterpret_cast<const char*>(pf.next + q * 64), _MM_HINT_T0);
     }
     if constexpr (kG > 0) {
