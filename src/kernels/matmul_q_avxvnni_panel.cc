@@ -14,9 +14,10 @@
 //    symmetric) folded into f32 in group order, + offset·Σx when asymmetric, then
 //    fma(acc, x_scale, bias or 0): the 8da4w order of quant_kernels.h; −8·Σx is the int32
 //    accumulators' start value, one vector shared by the tile's weight rows. (The AVX-512
-//    panel's signed form is not ported. On AVX-512, with both forms' corrections as start
-//    values, the loops differ by ~10 instructions per group, yet forcing the unsigned form made
-//    the 1B 8da4w prefill 0.92–0.97× in 3 alternated rounds: a port may gain that much here.)
+//    panel's signed form is not used here. On AVX-512, forcing the unsigned form made the 1B
+//    8da4w prefill 0.92–0.97×; ported to this panel (nineteenth session, not kept) the signed
+//    form made it slower: `--simd-target AVX2 bench -p 128`, 3 alternated rounds, 270–276 →
+//    247–262 tok/s, `Q4Dyn…/R:32/…/body:2` 850–865 → 983–1017 µs.)
 // The f32 accumulators of a Q4 tile live in its output buffer: 16 ymm registers hold the 12 int32
 // accumulators of 6 weight rows, two panel vectors and a broadcast, and the fold touches them
 // once per group.
