@@ -194,10 +194,11 @@ void MatMulQ8Columns(const float* x, const int8_t* w, const float* scales, const
   // HWY_MAX_BYTES is 256, so SVE takes 8 too, also with 32 registers, unmeasured), 4 elsewhere.
   // 8 rows are 8 streams from memory per thread: 1B int8 decode 1.15-1.26x the 4-row tile (2
   // threads, 3 alternated rounds) and faster than an AVX-512 VNNI body with 8-row tiles that split
-  // x into int8 parts, which was therefore not kept; 8 rows did not help the int4 planes or
-  // split-x tiles or the 8da8w tile. AVX2 (16 registers; measured through --simd-target AVX2 on
-  // the AVX-512 machine): 6 rows 0.97-1.13x, 8 rows 0.90-1.06x the 4-row tile, 3 alternated
-  // rounds, so 4 stay. NEON unmeasured (docs/benchmarks.md).
+  // x into int8 parts, which was therefore not kept; 8 rows did not help the int4 planes tile or
+  // the 8da8w tile (the int4 split-x tiles, nineteenth session, did gain from 8 and 16 rows:
+  // matmul_q4_split_x.cc). AVX2 (16 registers; measured through --simd-target AVX2 on the
+  // AVX-512 machine): 6 rows 0.97-1.13x, 8 rows 0.90-1.06x the 4-row tile, 3 alternated rounds,
+  // so 4 stay. NEON unmeasured (docs/benchmarks.md).
   constexpr size_t kN = HWY_MAX_BYTES >= 64 ? 8 : 4;
   for (size_t r = 0; r < size_t(R); ++r) {
     size_t c = size_t(n_begin);
