@@ -112,7 +112,7 @@ template <size_t kRows>
 SLM_AVXVNNI_TARGET inline void PanelSteps(const int8_t* xt, const uint8_t* w, size_t ldw, size_t q0, size_t q1,
                                           __m256i* a, __m256i* b, Prefetch pf) {
   for (size_t q = q0; q < q1; ++q) {
-    if (q * 64 < pf.bytes) _mm_prefetch(reinterpret_cast<const char*>(pf.next + q * 64), _MM_HINT_T0);
+    pf.Lines(q, q + 1);
     PanelStep<kRows>(xt, w, ldw, q, a, b);
   }
 }
@@ -191,9 +191,7 @@ SLM_AVXVNNI_TARGET void Q4PanelTile(const Q4PanelArgs& s, size_t p, size_t n, Pr
       a[m] = start0;
       b[m] = start1;
     }
-    for (size_t q = g * steps; q < (g + 1) * steps && q * 64 < pf.bytes; ++q) {  // see vnni::Prefetch
-      _mm_prefetch(reinterpret_cast<const char*>(pf.next + q * 64), _MM_HINT_T0);
-    }
+    pf.Lines(g * steps, (g + 1) * steps);
     if constexpr (kG > 0) {
       #pragma GCC unroll 32
       for (size_t q = 0; q < kG / 4; ++q) PanelStep<kRows>(xt, s.slab, SlabStride(s.K), g * (kG / 4) + q, a, b);

@@ -112,19 +112,12 @@ SLM_VNNI_TARGET inline void PanelStep(const int8_t* xt, const uint8_t* w, size_t
   }
 }
 
-// Lines [q0, q1) of the next block (one line per 4-k step of a tile; see vnni::Prefetch).
-SLM_VNNI_TARGET inline void PrefetchLines(Prefetch pf, size_t q0, size_t q1) {
-  for (size_t q = q0; q < q1 && q * 64 < pf.bytes; ++q) {
-    _mm_prefetch(reinterpret_cast<const char*>(pf.next + q * 64), _MM_HINT_T0);
-  }
-}
-
 // The steps [q0, q1) of PanelStep, one line of the next block prefetched per step.
 template <size_t kM, bool kSignedWeights>
 SLM_VNNI_TARGET inline void PanelSteps(const int8_t* xt, const uint8_t* w, size_t ldw, size_t q0,
                                        size_t q1, __m512i* a, __m512i* b, Prefetch pf) {
   for (size_t q = q0; q < q1; ++q) {
-    if (q * 64 < pf.bytes) _mm_prefetch(reinterpret_cast<const char*>(pf.next + q * 64), _MM_HINT_T0);
+    pf.Lines(q, q + 1);
     PanelStep<kM, kSignedWeights>(xt, w, ldw, q, a, b);
   }
 }
@@ -234,7 +227,7 @@ SLM_VNNI_TARGET void Q4PanelTile(const int8_t* xt, const uint8_t* w, size_t K, s
         b[m] = e1;
       }
     }
-    PrefetchLines(pf, g * steps, (g + 1) * steps);
+    pf.Lines(g * steps, (g + 1) * steps);
     if constexpr (kG > 0) {
       #pragma GCC unroll 32
       for (size_t q = 0; q < kG / 4; ++q) PanelStep<kM, kSigned>(xt, w, ldw, g * (kG / 4) + q, a, b);

@@ -48,6 +48,11 @@ void GroupSumsToPanels(const int32_t* group_sums, size_t rows, size_t groups, in
 struct Prefetch {
   const uint8_t* next = nullptr;
   size_t bytes = 0;
+
+  // Lines [q0, q1) of the block (line q for 4-k step q), those within its bytes (prefetcht0).
+  void Lines(size_t q0, size_t q1) const {
+    for (size_t q = q0; q < q1 && q * 64 < bytes; ++q) __builtin_prefetch(next + q * 64, 0, 3);
+  }
 };
 
 // y[r, n + m] = out[m·kP + j] for the rows r = kP·p + j < R of panel p (out: the tile's finished
