@@ -207,7 +207,8 @@ SLM_AVXVNNI_TARGET void Rows(const float* x, const uint8_t* w, const float* scal
       }
     };
     // 8 weight rows at a time where rows are 1 KB or less, else 4 (as the AVX-512 body's 16 / 8;
-    // there the x parts were loaded once for more rows, here they are vpdpbusd memory operands).
+    // with 16 ymm registers the six x parts and 8 accumulators do not all stay in registers —
+    // the 8-row step is 263 instructions for 48 vpdpbusd — yet the tile still gained).
     // 1B int4 decode, --simd-target AVX2 --profile, 3 alternated rounds in a slow-memory phase:
     // gate/up_proj 0.77-0.84 -> 0.72-0.73 of the f32 lm_head's time; down_proj at 8 rows
     // 0.74-0.78 -> 0.74-0.82 (so 4 there).
