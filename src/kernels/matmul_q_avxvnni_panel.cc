@@ -38,6 +38,7 @@ using vnni::Align64;
 using vnni::GroupSumsToPanels;
 using vnni::PadToPanels;
 using vnni::PanelScratch;
+using vnni::NextBlocks;
 using vnni::Prefetch;
 using vnni::Q4PanelArgs;
 using vnni::Q8PanelArgs;
@@ -47,6 +48,7 @@ using vnni::WriteRows;
 
 constexpr size_t kP = 16;  // rows per panel: 2 vectors of 8 int32 lanes
 constexpr size_t kM = 6;   // weight rows per tile: 12 accumulators + 2 x + 1 broadcast
+constexpr size_t kQ4WalkRows = 48;  // weight rows per Q4 block walk (see Q4PanelBlock)
 
 // In place: r[j] lane i becomes r[i] lane j (an 8×8 transpose of 32-bit elements).
 SLM_AVXVNNI_TARGET inline void Transpose8x8(__m256i (&r)[8]) {
@@ -172,7 +174,7 @@ SLM_AVXVNNI_TARGET void Q8PanelBlock(const Q8PanelArgs& s, size_t n) {
 // accumulators' start value, and kG > 0 (G = 32, 64, 128) unrolls a group's steps, the next
 // block's lines prefetched once per group.
 template <size_t kRows, bool kAsym, size_t kG>
-SLM_AVXVNNI_TARGET void Q4PanelTile(const Q4PanelArgs& s, size_t p, size_t n, Prefetch pf) {
+SLM_AVXVNNI_TARGET void Q4PanelTile(const Q4PanelArgs& s, const uint8_t* slab, size_t p, size_t n, Prefetch pf) {
   const size_t G = kG > 0 ? kG : s.G, groups = s.K / G, steps = G / 4;
   const float* scales = s.scales + n * groups;
   const float* offsets = kAsym ? s.offsets + n * groups : nullptr;
@@ -194,9 +196,9 @@ SLM_AVXVNNI_TARGET void Q4PanelTile(const Q4PanelArgs& s, size_t p, size_t n, Pr
     pf.Lines(g * steps, (g + 1) * steps);
     if constexpr (kG > 0) {
       #pragma GCC unroll 32
-      for (size_t q = 0; q < kG / 4; ++q) PanelStep<kRows>(xt, s.slab, SlabStride(s.K), g * (kG / 4) + q, a, b);
+      for (size_t q = 0; q < kG / 4; ++q) PanelStep<kRows>(xt, slab, SlabStride(s.K), g * (kG / 4) + q, a, b);
     } else {
-      for (size_t q = g * steps; q < (g + 1) * steps; ++q) PanelStep<kRows>(xt, s.slab, SlabStride(s.K), q, a, b);
+      for (size_t q = g * steps; q < (g + 1) * steps; ++q) PanelStep<kRows>(xt, slab, SlabStride(s.K), q, a, b);
     }
     #pragma GCC unroll 8
     for (size_t m = 0; m < kRows; ++m) {
@@ -222,25 +224,31 @@ SLM_AVXVNNI_TARGET void Q4PanelTile(const Q4PanelArgs& s, size_t p, size_t n, Pr
   }
 }
 
-template <size_t kRows, bool kAsym, size_t kG>
+// Columns [n, n + kB·kRows) for all R rows: kB blocks unpacked together, their tiles back to back
+// per panel (as the AVX-512 walk, matmul_q_vnni_panel.cc kQ4WalkRows).
+template <size_t kRows, size_t kB, bool kAsym, size_t kG>
 SLM_AVXVNNI_TARGET void Q4PanelBlock(const Q4PanelArgs& s, size_t n) {
-  for (size_t c = 0; c < kRows; ++c) {
-    UnpackQ4Row<false>(s.w + (n + c) * (s.K / 2), s.slab + c * SlabStride(s.K), s.K);
-  }
-  const size_t left = (s.N - n - kRows) * (s.K / 2), panels = (s.R + kP - 1) / kP;
-  const Prefetch next{s.w + (n + kRows) * (s.K / 2), std::min(left, kRows * s.K / 2)};
+  const size_t ldw = SlabStride(s.K), row_bytes = s.K / 2;
+  for (size_t c = 0; c < kB * kRows; ++c) UnpackQ4Row<false>(s.w + (n + c) * row_bytes, s.slab + c * ldw, s.K);
+  const size_t panels = (s.R + kP - 1) / kP;
+  const NextBlocks next{s.w + (n + kB * kRows) * row_bytes, (s.N - n - kB * kRows) * row_bytes, kRows * row_bytes};
   for (size_t p = 0; p < panels; ++p) {
-    Q4PanelTile<kRows, kAsym, kG>(s, p, n, p + 1 == panels ? next : Prefetch{});
-    WriteRows<kP, kRows>(s.out, p, s.R, s.N, n, s.y);
+    for (size_t b = 0; b < kB; ++b) {
+      const size_t nb = n + b * kRows;
+      Q4PanelTile<kRows, kAsym, kG>(s, s.slab + b * kRows * ldw, p, nb, p + 1 == panels ? next.Part(b) : Prefetch{});
+      WriteRows<kP, kRows>(s.out, p, s.R, s.N, nb, s.y);
+    }
   }
 }
 
-// Columns [n, end) in blocks of kM, then 2, then 1 weight rows.
+// Columns [n, end) in walks of kQ4WalkRows, then blocks of kM, 2 and 1 weight rows.
 template <bool kAsym, size_t kG>
 SLM_AVXVNNI_TARGET void Q4PanelBlocks(const Q4PanelArgs& s, size_t n, size_t end) {
-  for (; n + kM <= end; n += kM) Q4PanelBlock<kM, kAsym, kG>(s, n);
-  for (; n + 2 <= end; n += 2) Q4PanelBlock<2, kAsym, kG>(s, n);
-  for (; n < end; ++n) Q4PanelBlock<1, kAsym, kG>(s, n);
+  constexpr size_t kB = kQ4WalkRows / kM;
+  for (; n + kB * kM <= end; n += kB * kM) Q4PanelBlock<kM, kB, kAsym, kG>(s, n);
+  for (; n + kM <= end; n += kM) Q4PanelBlock<kM, 1, kAsym, kG>(s, n);
+  for (; n + 2 <= end; n += 2) Q4PanelBlock<2, 1, kAsym, kG>(s, n);
+  for (; n < end; ++n) Q4PanelBlock<1, 1, kAsym, kG>(s, n);
 }
 
 template <bool kAsym>
@@ -282,7 +290,7 @@ void MatMulQ4DynPanelAvxVnni(const int8_t* xq, const float* xscale, const int32_
                              int64_t n_begin, int64_t n_end) {
   const size_t rows = size_t(R), k = size_t(K), panels = (rows + kP - 1) / kP;
   const size_t groups = k / size_t(G);
-  const size_t xt_bytes = Align64(panels * kP * k), slab_bytes = Align64(kM * SlabStride(k));
+  const size_t xt_bytes = Align64(panels * kP * k), slab_bytes = Align64(kQ4WalkRows * SlabStride(k));
   const size_t out_bytes = Align64(kM * kP * sizeof(float)), row_bytes = Align64(panels * kP * sizeof(float));
   const size_t gs_bytes = Align64(panels * groups * kP * sizeof(int32_t));
   uint8_t* scratch = PanelScratch(xt_bytes + slab_bytes + out_bytes + row_bytes + gs_bytes);

@@ -55,6 +55,19 @@ struct Prefetch {
   }
 };
 
+// The weight rows of a block walk's successor, prefetched in parts by the tiles of the walk's
+// last panel: part b is the part_bytes from next + b·part_bytes, clipped to the matrix.
+struct NextBlocks {
+  const uint8_t* next;
+  size_t left;        // bytes of the matrix from next on
+  size_t part_bytes;  // one block's
+
+  Prefetch Part(size_t b) const {
+    const size_t start = b * part_bytes;
+    return start < left ? Prefetch{next + start, std::min(left - start, part_bytes)} : Prefetch{};
+  }
+};
+
 // y[r, n + m] = out[m·kP + j] for the rows r = kP·p + j < R of panel p (out: the tile's finished
 // f32 results); row-major, so each row of y gets kM contiguous stores (a column-major walk with
 // stride N hit one cache set).

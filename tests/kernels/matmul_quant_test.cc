@@ -381,10 +381,13 @@ TEST_F(VnniMatMulTest, Int4DynamicActivationRowsOf2KBOrMoreMatchReference) {
 
 TEST_F(VnniMatMulTest, PanelPathMatchesReferenceFrom32Rows) {
   // From kVnniPanelRows rows the products run as panel GEMMs: partial last panels, N off the
-  // 12-row (Q8) and 6-row (Q4) blocks and their tails, every group size, symmetric and not.
+  // 12-row (Q8) and 6-row (Q4) blocks and their tails, every group size, symmetric and not;
+  // N = 57: one Q4 walk of 48 weight rows, then a block of 6, 2 and 1.
   for (int64_t R : {kVnniPanelRows, kVnniPanelRows + 1, int64_t{70}}) {
-    for (int64_t N : {1, 5, 13, 26}) {
-      for (int64_t K : {64, 576}) ASSERT_TRUE(Q8Matches(R, K, N, (R + N) % 2 == 0, true));
+    for (int64_t N : {1, 5, 13, 26, 57}) {
+      if (N != 57) {
+        for (int64_t K : {64, 576}) ASSERT_TRUE(Q8Matches(R, K, N, (R + N) % 2 == 0, true));
+      }
       // K: whole 128-k chunks (4G, 8G) and, for G = 64 and 192, a 64-k tail (3G) — the per-row
       // correction of the signed weights walks the packed row 128 k at a time; G = 192: a chunk
       // straddles two groups. (3·32 = 96 is not a VNNI shape: K % 64 != 0.)
@@ -396,6 +399,43 @@ TEST_F(VnniMatMulTest, PanelPathMatchesReferenceFrom32Rows) {
       }
     }
   }
+}
+
+// Threads split the columns: ranges that start and end inside the panels' 48-row walks give
+// their columns the bits of the whole product and leave every other column as it was.
+::testing::AssertionResult Int4ColumnRangesGiveTheWholeProductsBits() {
+  const int64_t R = 70, K = 256, N = 120, G = 32;
+  const auto x = RandomFloats(size_t(R * K), 11);
+  std::vector<int8_t> xq(size_t(R * K));
+  std::vector<float> xs(static_cast<size_t>(R));
+  std::vector<int32_t> gs(size_t(R * K / G));
+  QuantizeRowsI8(x.data(), xq.data(), xs.data(), gs.data(), R, K, G);
+  const Q4Weights q = RandomQ4(N, K, G, 12);
+  for (const bool asym : {false, true}) {
+    const float* off = asym ? q.offsets.data() : nullptr;
+    std::vector<float> whole(size_t(R * N));
+    MatMulQ4DynColumns(xq.data(), xs.data(), gs.data(), q.w.data(), q.scales.data(), off, nullptr, whole.data(), R, K, N,
+                       G, 0, N);
+    for (const auto& [begin, end] : {std::pair<int64_t, int64_t>{0, 50}, {5, 101}, {53, 120}}) {
+      std::vector<float> y(size_t(R * N), -7.0f);
+      MatMulQ4DynColumns(xq.data(), xs.data(), gs.data(), q.w.data(), q.scales.data(), off, nullptr, y.data(), R, K, N,
+                         G, begin, end);
+      for (int64_t r = 0; r < R; ++r) {
+        for (int64_t n = 0; n < N; ++n) {
+          const float want = n >= begin && n < end ? whole[size_t(r * N + n)] : -7.0f;
+          if (std::memcmp(&y[size_t(r * N + n)], &want, sizeof(float)) != 0) {
+            return ::testing::AssertionFailure() << "asym=" << asym << " columns [" << begin << ", " << end << ") row "
+                                                 << r << " column " << n << ": " << y[size_t(r * N + n)] << ", want " << want;
+          }
+        }
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST_F(VnniMatMulTest, Int4PanelColumnRangesGiveTheWholeProductsBitsAndTouchNoOtherColumn) {
+  EXPECT_TRUE(Int4ColumnRangesGiveTheWholeProductsBits());
 }
 
 TEST_F(VnniMatMulTest, ShapesItCannotTakeFallBackToHighway) {
@@ -452,12 +492,19 @@ TEST_F(AvxVnniMatMulTest, Int4DynamicActivationMatchesReferenceForEveryGroupSize
   }
 }
 
+TEST_F(AvxVnniMatMulTest, Int4PanelColumnRangesGiveTheWholeProductsBitsAndTouchNoOtherColumn) {
+  EXPECT_TRUE(Int4ColumnRangesGiveTheWholeProductsBits());
+}
+
 TEST_F(AvxVnniMatMulTest, PanelPathMatchesReferenceFromItsFirstRowCount) {
   // Partial last panels; N off the 6-row blocks and their 2- and 1-row tails; every group size
   // the panel takes (G = 96: not a tile shape); symmetric and not, with and without bias.
+  // N = 57: one Q4 walk of 48 weight rows, then a block of 6, 2 and 1.
   for (int64_t R : {kAvxVnniPanelRows, kAvxVnniPanelRows + 1, int64_t{15}, int64_t{70}}) {
-    for (int64_t N : {1, 5, 7, 13, 26}) {
-      for (int64_t K : {32, 96, 576}) ASSERT_TRUE(Q8Matches(R, K, N, (R + N) % 2 == 0, true));
+    for (int64_t N : {1, 5, 7, 13, 26, 57}) {
+      if (N != 57) {
+        for (int64_t K : {32, 96, 576}) ASSERT_TRUE(Q8Matches(R, K, N, (R + N) % 2 == 0, true));
+      }
       for (int64_t G : {32, 64, 96, 128}) {
         for (int64_t K : {2 * G, 4 * G}) {
           if (K % 64 != 0) continue;
