@@ -27,6 +27,11 @@ int64_t Attention(const float* q, const float* k, const float* v, const float* k
                        L, n_heads, n_kv_heads, head_dim, scale, softcap, h_begin, h_end);
 }
 
+// The vector scan of mask rows into visible runs, for the tests; returns the number of runs.
+int64_t FindVisibleRunsForTest(const float* mask, int64_t n, int32_t* bounds) {
+  return FindVisibleRunsVector(mask, n, bounds).runs();
+}
+
 }  // namespace slm::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 

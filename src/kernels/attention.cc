@@ -18,6 +18,7 @@ std::atomic<int64_t> g_attention_scores{0};
 }  // namespace
 
 HWY_EXPORT(Attention);
+HWY_EXPORT(FindVisibleRunsForTest);
 
 void Attention(const float* q, const float* k, const float* v, const float* k_cache,
                const float* v_cache, const float* mask, float* out, float* scratch, int64_t T,
@@ -37,6 +38,10 @@ void AttentionHeads(const float* q, const float* k, const float* v, const float*
                                                          scratch, T, L, n_heads, n_kv_heads,
                                                          head_dim, scale, softcap, h_begin, h_end);
   g_attention_scores.fetch_add(scores, std::memory_order_relaxed);
+}
+
+int64_t FindVisibleRunsForTest(const float* mask, int64_t n, int32_t* bounds) {
+  return HWY_DYNAMIC_DISPATCH(FindVisibleRunsForTest)(mask, n, bounds);
 }
 
 int64_t AttentionScoresComputedForTest() {

@@ -5,9 +5,9 @@
 // score / probability once per column (KvRows::Scaled), never per element; for f32 rows Scaled
 // is the identity, so the f32 kernel does exactly the operations it did on its own.
 //
-// Per row t the mask row is scanned once into a VisibleColumns index (shared by all heads).
-// The query heads of one kv group are attended together (up to kAttentionHeadBatch), in three
-// walks over the visible columns only: scores (each key row loaded once, one FMA chain per
+// Per row t the mask row is scanned once into runs of visible columns (visible_runs.h, shared by
+// all heads). The query heads of one kv group are attended together (up to kAttentionHeadBatch),
+// in three walks over the visible columns only: scores (each key row loaded once, one FMA chain per
 // head, the lane reductions of the heads sharing one tree; f32 query rows held in registers
 // where they fit), exp / sum per head (Highway's vector Exp, a vector of visible columns at a
 // time: in place where they are contiguous, else gathered), and out = Σ e·v / sum (each value
@@ -37,7 +37,7 @@
 #include "kernels/kernels.h"
 #include "kernels/lane_sums-inl.h"
 #include "kernels/vec_tile-inl.h"
-#include "kernels/visible_columns.h"
+#include "kernels/visible_runs.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace slm::kernels::HWY_NAMESPACE {
@@ -62,7 +62,7 @@ HWY_INLINE hn::Vec<D> LoadF32(D d, const int8_t* HWY_RESTRICT p) {
 // folded into e_h[c] once per column. Each output element is one FMA chain over the columns in
 // walk order, whatever kH and kV: results do not depend on how heads are batched.
 template <size_t kH, size_t kV, class Elem>
-HWY_INLINE void WeightedValueBlock(const KvRows<Elem>& values, const VisibleColumns& vis,
+HWY_INLINE void WeightedValueBlock(const KvRows<Elem>& values, const VisibleRuns& vis,
                                    float* const e[], int64_t g, const float inv_sum[],
                                    float* const out[], size_t d0) {
   const hn::ScalableTag<float> d;
@@ -74,16 +74,18 @@ HWY_INLINE void WeightedValueBlock(const KvRows<Elem>& values, const VisibleColu
     HWY_UNROLL(8)
     for (size_t i = 0; i < kV; ++i) acc[h][i] = hn::Zero(d);
   }
-  for (int64_t c = vis.first(); c < vis.end(); c = vis.Next(c)) {
-    const Elem* row = values.Row(g, c) + d0;
-    SLM_VEC_TILE(V, v, kV);
-    HWY_UNROLL(8)
-    for (size_t i = 0; i < kV; ++i) v[i] = LoadF32(d, row + i * NL);
-    HWY_UNROLL(4)
-    for (size_t h = 0; h < kH; ++h) {
-      const auto vp = hn::Set(d, values.Scaled(e[h][c], g, c));
+  for (int64_t r = 0; r < vis.runs(); ++r) {
+    for (int64_t c = vis.begin(r), end = vis.end(r); c < end; ++c) {
+      const Elem* row = values.Row(g, c) + d0;
+      SLM_VEC_TILE(V, v, kV);
       HWY_UNROLL(8)
-      for (size_t i = 0; i < kV; ++i) acc[h][i] = hn::MulAdd(vp, v[i], acc[h][i]);
+      for (size_t i = 0; i < kV; ++i) v[i] = LoadF32(d, row + i * NL);
+      HWY_UNROLL(4)
+      for (size_t h = 0; h < kH; ++h) {
+        const auto vp = hn::Set(d, values.Scaled(e[h][c], g, c));
+        HWY_UNROLL(8)
+        for (size_t i = 0; i < kV; ++i) acc[h][i] = hn::MulAdd(vp, v[i], acc[h][i]);
+      }
     }
   }
   HWY_UNROLL(4)
@@ -98,7 +100,7 @@ HWY_INLINE void WeightedValueBlock(const KvRows<Elem>& values, const VisibleColu
 // 2 or 1 vectors per head; head_dim 64 is one walk on AVX-512 for 4 heads), then the last
 // hd % lanes elements in scalar code.
 template <size_t kH, class Elem>
-HWY_INLINE void WeightedValueSum(const KvRows<Elem>& values, const VisibleColumns& vis,
+HWY_INLINE void WeightedValueSum(const KvRows<Elem>& values, const VisibleRuns& vis,
                                  float* const e[], int64_t g, const float inv_sum[],
                                  float* const out[], size_t hd) {
   const size_t NL = hn::Lanes(hn::ScalableTag<float>());
@@ -124,11 +126,13 @@ HWY_INLINE void WeightedValueSum(const KvRows<Elem>& values, const VisibleColumn
   for (size_t h = 0; h < kH; ++h) {
     for (size_t i = d0; i < hd; ++i) out[h][i] = 0.0f;
   }
-  for (int64_t c = vis.first(); c < vis.end(); c = vis.Next(c)) {
-    const Elem* row = values.Row(g, c);
-    for (size_t h = 0; h < kH; ++h) {
-      const float p = values.Scaled(e[h][c], g, c);
-      for (size_t i = d0; i < hd; ++i) out[h][i] += p * float(row[i]);
+  for (int64_t r = 0; r < vis.runs(); ++r) {
+    for (int64_t c = vis.begin(r); c < vis.end(r); ++c) {
+      const Elem* row = values.Row(g, c);
+      for (size_t h = 0; h < kH; ++h) {
+        const float p = values.Scaled(e[h][c], g, c);
+        for (size_t i = d0; i < hd; ++i) out[h][i] += p * float(row[i]);
+      }
     }
   }
   for (size_t h = 0; h < kH; ++h) {
@@ -139,11 +143,9 @@ HWY_INLINE void WeightedValueSum(const KvRows<Elem>& values, const VisibleColumn
 // e[c] = exp(e[c] − max_s) for the visible columns, a vector of them at a time (Highway's Exp,
 // at most 1 ulp from std::exp; arguments below −104 give 0, so they are clamped at −200 before
 // the float → int step inside Exp); returns Σ e[c], each vector's sum added in double. The
-// vectors are the visible columns in walk order, NL at a time; when the next NL columns are all
-// visible (mrow: the mask row) they are loaded and stored in place, otherwise gathered — the
-// same vectors either way, so the same bits.
-HWY_INLINE double ExpAndSum(const VisibleColumns& vis, const float* HWY_RESTRICT mrow,
-                            float* HWY_RESTRICT e, float max_s) {
+// vectors are the visible columns in walk order, NL at a time; NL columns inside one run are
+// loaded and stored in place, others gathered — the same vectors either way, so the same bits.
+HWY_INLINE double ExpAndSum(const VisibleRuns& vis, float* HWY_RESTRICT e, float max_s) {
   const hn::ScalableTag<float> d;
   const size_t NL = hn::Lanes(d);
   constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
@@ -151,7 +153,6 @@ HWY_INLINE double ExpAndSum(const VisibleColumns& vis, const float* HWY_RESTRICT
   int64_t cols[kMaxLanes];
   const auto floor = hn::Set(d, -200.0f);
   const auto vmax = hn::Set(d, max_s);
-  const auto hidden = hn::Set(d, -std::numeric_limits<float>::infinity());
   double sum = 0.0;
   size_t n = 0;
   const auto flush = [&] {
@@ -162,19 +163,21 @@ HWY_INLINE double ExpAndSum(const VisibleColumns& vis, const float* HWY_RESTRICT
     for (size_t i = 0; i < n; ++i) e[cols[i]] = buf[i];
     n = 0;
   };
-  int64_t c = vis.first();
-  while (c < vis.end()) {
-    if (n == 0 && c + int64_t(NL) <= vis.end() && hn::AllFalse(d, hn::Eq(hn::LoadU(d, mrow + c), hidden))) {
-      const auto v = hn::Exp(d, hn::Max(hn::Sub(hn::LoadU(d, e + c), vmax), floor));
-      hn::StoreU(v, d, e + c);
-      sum += double(hn::GetLane(hn::SumOfLanes(d, v)));
-      c = vis.Next(c + int64_t(NL) - 1);
-      continue;
+  for (int64_t r = 0; r < vis.runs(); ++r) {
+    const int64_t end = vis.end(r);
+    for (int64_t c = vis.begin(r); c < end;) {
+      if (n == 0 && c + int64_t(NL) <= end) {
+        const auto v = hn::Exp(d, hn::Max(hn::Sub(hn::LoadU(d, e + c), vmax), floor));
+        hn::StoreU(v, d, e + c);
+        sum += double(hn::GetLane(hn::SumOfLanes(d, v)));
+        c += int64_t(NL);
+        continue;
+      }
+      cols[n] = c;
+      buf[n++] = e[c] - max_s;
+      if (n == NL) flush();
+      ++c;
     }
-    cols[n] = c;
-    buf[n++] = e[c] - max_s;
-    if (n == NL) flush();
-    c = vis.Next(c);
   }
   if (n > 0) flush();
   return sum;
@@ -211,7 +214,7 @@ HWY_INLINE void DotHeads(const float* const q[], const Elem* HWY_RESTRICT row, s
 // every column. finish(c, dots) takes each column's kH dot products.
 template <size_t kH, size_t kQV, class Elem, class Finish>
 HWY_INLINE void ScoreWalkInRegisters(const float* const q[], const KvRows<Elem>& keys,
-                                     const VisibleColumns& vis, int64_t g, Finish&& finish) {
+                                     const VisibleRuns& vis, int64_t g, Finish&& finish) {
   const hn::ScalableTag<float> d;
   const size_t NL = hn::Lanes(d);
   using V = hn::Vec<decltype(d)>;
@@ -221,20 +224,22 @@ HWY_INLINE void ScoreWalkInRegisters(const float* const q[], const KvRows<Elem>&
     HWY_UNROLL(8)
     for (size_t i = 0; i < kQV; ++i) qv[h][i] = hn::LoadU(d, q[h] + i * NL);
   }
-  for (int64_t c = vis.first(); c < vis.end(); c = vis.Next(c)) {
-    const Elem* row = keys.Row(g, c);
-    SLM_VEC_TILE(V, s, 4);
-    HWY_UNROLL(4)
-    for (size_t h = 0; h < 4; ++h) s[h] = hn::Zero(d);
-    HWY_UNROLL(8)
-    for (size_t i = 0; i < kQV; ++i) {
-      const auto k = LoadF32(d, row + i * NL);
+  for (int64_t r = 0; r < vis.runs(); ++r) {
+    for (int64_t c = vis.begin(r), end = vis.end(r); c < end; ++c) {
+      const Elem* row = keys.Row(g, c);
+      SLM_VEC_TILE(V, s, 4);
       HWY_UNROLL(4)
-      for (size_t h = 0; h < kH; ++h) s[h] = hn::MulAdd(qv[h][i], k, s[h]);
+      for (size_t h = 0; h < 4; ++h) s[h] = hn::Zero(d);
+      HWY_UNROLL(8)
+      for (size_t i = 0; i < kQV; ++i) {
+        const auto k = LoadF32(d, row + i * NL);
+        HWY_UNROLL(4)
+        for (size_t h = 0; h < kH; ++h) s[h] = hn::MulAdd(qv[h][i], k, s[h]);
+      }
+      float dots[4];
+      SumOfLanes4(d, s, dots);
+      finish(c, dots);
     }
-    float dots[4];
-    SumOfLanes4(d, s, dots);
-    finish(c, dots);
   }
 }
 
@@ -242,7 +247,7 @@ HWY_INLINE void ScoreWalkInRegisters(const float* const q[], const KvRows<Elem>&
 // e[h] (slots of visible columns only), softmax, weighted values into out.
 template <size_t kH, class Elem>
 HWY_INLINE void AttendHeads(const float* const q[], const KvRows<Elem>& keys, const KvRows<Elem>& values,
-                            const VisibleColumns& vis, const float* mrow, float* const e[], float* const out[],
+                            const VisibleRuns& vis, const float* mrow, float* const e[], float* const out[],
                             int64_t g, size_t hd, float scale, float softcap) {
   float max_s[kH];
 #if HWY_TARGET == HWY_SCALAR
@@ -292,18 +297,38 @@ HWY_INLINE void AttendHeads(const float* const q[], const KvRows<Elem>& keys, co
   } else if (qv == 8 && kH <= 2) {  // (the 1 only keeps kH > 2 from instantiating 8)
     ScoreWalkInRegisters<kH, (kH <= 2 ? 8 : 1)>(q, keys, vis, g, finish);
   } else {
-    for (int64_t c = vis.first(); c < vis.end(); c = vis.Next(c)) {
-      float dots[4] = {};
-      DotHeads<kH>(q, keys.Row(g, c), hd, dots);
-      finish(c, dots);
+    for (int64_t r = 0; r < vis.runs(); ++r) {
+      for (int64_t c = vis.begin(r); c < vis.end(r); ++c) {
+        float dots[4] = {};
+        DotHeads<kH>(q, keys.Row(g, c), hd, dots);
+        finish(c, dots);
+      }
     }
   }
 #if HWY_TARGET != HWY_SCALAR
   for (size_t h = 0; h < kH; ++h) max_s[h] = hn::ExtractLane(vmax, h);
 #endif
   float inv_sum[kH];
-  for (size_t h = 0; h < kH; ++h) inv_sum[h] = float(1.0 / ExpAndSum(vis, mrow, e[h], max_s[h]));
+  for (size_t h = 0; h < kH; ++h) inv_sum[h] = float(1.0 / ExpAndSum(vis, e[h], max_s[h]));
   WeightedValueSum<kH>(values, vis, e, g, inv_sum, out, hd);
+}
+
+// The runs of visible columns of mask row [n] (visible_runs.h), a vector of the row at a time:
+// a vector inside a run or inside a gap is skipped whole, one holding a boundary goes through the
+// scalar steps. bounds: [VisibleRuns::BoundsFor(n)].
+HWY_INLINE VisibleRuns FindVisibleRunsVector(const float* HWY_RESTRICT mask, int64_t n, int32_t* bounds) {
+  const hn::ScalableTag<float> d;
+  const int64_t NL = int64_t(hn::Lanes(d));
+  const auto hidden = hn::Set(d, -std::numeric_limits<float>::infinity());
+  VisibleRunsBuilder runs(bounds);
+  int64_t j = 0;
+  for (; j + NL <= n; j += NL) {
+    const auto h = hn::Eq(hn::LoadU(d, mask + j), hidden);
+    if (runs.in_run() ? hn::AllFalse(d, h) : hn::AllTrue(d, h)) continue;
+    for (int64_t i = j; i < j + NL; ++i) runs.Add(i, IsHiddenColumn(mask[i]));
+  }
+  for (; j < n; ++j) runs.Add(j, IsHiddenColumn(mask[j]));
+  return runs.Finish(n);
 }
 
 // Heads [h_begin, h_end) of attention over `keys` / `values` (shapes as kernels.h Attention).
@@ -321,10 +346,12 @@ HWY_INLINE int64_t AttentionBody(const float* q, const KvRows<Elem>& keys,
   const int64_t cols = L + T;
   const int64_t group = n_heads / n_kv_heads;
   const size_t hd = size_t(head_dim);
+  // The runs live after the batch's score rows (AttentionScratchFloats).
+  int32_t* bounds = reinterpret_cast<int32_t*>(scratch + std::min(group, kAttentionHeadBatch) * cols);
   int64_t scores = 0;
   for (int64_t t = 0; t < T; ++t) {
     const float* mrow = mask + t * cols;
-    const VisibleColumns vis(mrow, scratch, cols);  // its index lives in scratch row 0
+    const VisibleRuns vis = FindVisibleRunsVector(mrow, cols, bounds);
     for (int64_t h0 = h_begin; h0 < h_end;) {
       const int64_t g = h0 / group;
       const int64_t h1 = std::min({h_end, (g + 1) * group, h0 + kAttentionHeadBatch});

@@ -60,10 +60,11 @@ int64_t RopeTableIndex(const int32_t* pos, int64_t T, int64_t switch_len);
 // Query heads of one kv group attended together (each key / value row loaded once for them).
 constexpr int64_t kAttentionHeadBatch = 4;
 // Scratch floats Attention / AttentionHeads / AttentionQ8* need: one score row of L + T columns
-// per head of a batch. Requires n_kv_heads > 0.
+// per head of a batch, then the mask row's runs of visible columns (L + T + 1 int32). Requires
+// n_kv_heads > 0.
 inline int64_t AttentionScratchFloats(int64_t L, int64_t T, int64_t n_heads, int64_t n_kv_heads) {
   const int64_t group = n_heads / n_kv_heads;
-  return (group < kAttentionHeadBatch ? group : kAttentionHeadBatch) * (L + T);
+  return (group < kAttentionHeadBatch ? group : kAttentionHeadBatch) * (L + T) + (L + T + 1);
 }
 
 // Attention of this call's T rows over [L cache slots ; T new rows].
@@ -144,5 +145,9 @@ void ForceSimdTargetForTest(int64_t target);
 // Test hook: total number of (row, head, column) attention scores the dispatched Attention has
 // computed in this process. Lets tests check that hidden columns cost nothing.
 int64_t AttentionScoresComputedForTest();
+
+// Test hook: the dispatched vector scan of an attention-mask row [n] into runs of visible columns
+// (bounds: [n + 1] int32, as visible_runs.h); returns the number of runs.
+int64_t FindVisibleRunsForTest(const float* mask, int64_t n, int32_t* bounds);
 
 }  // namespace slm::kernels

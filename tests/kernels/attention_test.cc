@@ -10,7 +10,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/reference.h"
-#include "kernels/visible_columns.h"
+#include "kernels/visible_runs.h"
 #include "attention_test_util.h"
 #include "kernel_test_util.h"
 
@@ -98,25 +98,39 @@ TEST_P(AttentionTest, RowWithoutVisibleColumnIsZero) {
 
 SLM_INSTANTIATE_FOR_ALL_TARGETS(AttentionTest);
 
-// The index that lets attention skip hidden columns visits exactly the visible ones, in order.
-TEST(VisibleColumnsTest, WalksExactlyTheVisibleColumns) {
+// The runs that let attention skip hidden columns hold exactly the visible ones, in order: the
+// scalar scan, and the vector scan of every target (mask rows whose runs and gaps start and end
+// inside vectors, span several, or fill the row).
+TEST_P(AttentionTest, VisibleRunsHoldExactlyTheVisibleColumns) {
   std::mt19937 rng(3);
-  for (int64_t n : {1, 2, 3, 10, 64, 257}) {
-    for (double p_hidden : {0.0, 0.3, 0.7, 0.97, 1.0}) {
-      std::bernoulli_distribution hide(p_hidden);
-      std::vector<float> mask(static_cast<size_t>(n));
-      std::vector<float> slots(static_cast<size_t>(n), NAN);
-      std::vector<int64_t> want;
-      for (int64_t j = 0; j < n; ++j) {
-        mask[size_t(j)] = hide(rng) ? -kInf : 0.0f;
-        if (mask[size_t(j)] == 0.0f) want.push_back(j);
+  for (int64_t n : {1, 2, 3, 10, 16, 17, 64, 257, 1536}) {
+    for (double p_switch : {0.0, 0.02, 0.3, 0.7, 1.0}) {
+      for (bool start_hidden : {false, true}) {
+        std::bernoulli_distribution flip(p_switch);
+        std::vector<float> mask(static_cast<size_t>(n));
+        std::vector<int64_t> want;
+        bool hidden = start_hidden;
+        for (int64_t j = 0; j < n; ++j) {
+          if (flip(rng)) hidden = !hidden;
+          mask[size_t(j)] = hidden ? -kInf : (j % 3 == 0 ? 0.0f : -1.5f);  // additive, not only 0
+          if (!hidden) want.push_back(j);
+        }
+        std::vector<int32_t> bounds(size_t(VisibleRuns::BoundsFor(n)), -1), vbounds(bounds);
+        const VisibleRuns runs = FindVisibleRuns(mask.data(), n, bounds.data());
+        std::vector<int64_t> got;
+        for (int64_t r = 0; r < runs.runs(); ++r) {
+          ASSERT_LT(runs.begin(r), runs.end(r));
+          if (r > 0) {
+            ASSERT_LT(runs.end(r - 1), runs.begin(r)) << "runs touch";
+          }
+          for (int64_t c = runs.begin(r); c < runs.end(r); ++c) got.push_back(c);
+        }
+        EXPECT_EQ(got, want) << "n=" << n << " p_switch=" << p_switch;
+        EXPECT_EQ(runs.count(), int64_t(want.size()));
+        const int64_t vruns = FindVisibleRunsForTest(mask.data(), n, vbounds.data());
+        EXPECT_EQ(vruns, runs.runs());
+        EXPECT_EQ(vbounds, bounds) << "vector scan, n=" << n << " p_switch=" << p_switch;
       }
-      const VisibleColumns vis(mask.data(), slots.data(), n);
-      std::vector<int64_t> got;
-      for (int64_t j = vis.first(); j < vis.end(); j = vis.Next(j)) got.push_back(j);
-      EXPECT_EQ(got, want) << "n=" << n << " p_hidden=" << p_hidden;
-      EXPECT_EQ(vis.count(), int64_t(want.size()));
-      for (int64_t j : want) EXPECT_TRUE(std::isnan(slots[size_t(j)])) << "visible slot written";
     }
   }
 }
