@@ -3,7 +3,9 @@
 //
 // Tolerance: |out - ref| <= 1e-5·max|v| + 1e-5·|ref|. The outputs are convex combinations of v
 // rows, so max|v| bounds their size; the float32 dot products and p·v sums stay far below that.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -87,6 +89,44 @@ TEST_P(AttentionTest, HiddenColumnsAreNeverReadOrScored) {
   const int64_t before_full = AttentionScoresComputedForTest();
   (void)RunAttention(MakeInputs(s, 7, 0.0, false), 0.125f, 0.0f, false);
   EXPECT_EQ(AttentionScoresComputedForTest() - before_full, s.Hq * (s.L + s.T));
+}
+
+// A chunk's rows get the bits of one-row calls that see the same columns (decode after the chunk's
+// earlier rows were committed), whatever the columns' positions and the vectors they fall in:
+// head dims that split into whole vectors on every target and ones that do not (48: not on
+// AVX-512), 1–8 query heads per kv head, random holes in the masks, soft-capping on and off.
+TEST_P(AttentionTest, ChunkRowsEqualOneRowCallsBitForBit) {
+  const AttentionShape shapes[] = {
+      {16, 0, 2, 2, 16}, {17, 5, 4, 1, 64}, {33, 40, 8, 2, 64},
+      {20, 7, 8, 1, 128}, {24, 3, 6, 3, 32}, {19, 31, 4, 4, 48},
+  };
+  testing::ForEachAttentionCase(shapes, 300, [](const testing::AttentionCase& c) {
+    const AttentionShape& s = c.shape;
+    const Inputs in = MakeInputs(s, c.seed, c.hidden, c.empty_row0);
+    const auto chunk = RunAttention(in, c.scale, c.softcap, false);
+    // One-row calls: a cache of L + T slots holding the cache and the chunk's rows, the new row
+    // (anything) hidden.
+    const AttentionShape one{1, s.L + s.T, s.Hq, s.Hkv, s.hd};
+    Inputs row = MakeInputs(one, c.seed + 1000, 0.0, false);
+    for (int64_t g = 0; g < s.Hkv; ++g) {
+      for (int64_t c2 = 0; c2 < s.L + s.T; ++c2) {
+        for (int64_t i = 0; i < s.hd; ++i) {
+          const size_t dst = size_t((g * one.L + c2) * s.hd + i);
+          const size_t src = c2 < s.L ? size_t((g * s.L + c2) * s.hd + i) : size_t(((c2 - s.L) * s.Hkv + g) * s.hd + i);
+          row.rows.k_cache[dst] = c2 < s.L ? in.rows.k_cache[src] : in.rows.k[src];
+          row.rows.v_cache[dst] = c2 < s.L ? in.rows.v_cache[src] : in.rows.v[src];
+        }
+      }
+    }
+    for (int64_t t = 0; t < s.T; ++t) {
+      std::copy_n(in.rows.q.begin() + t * s.Hq * s.hd, s.Hq * s.hd, row.rows.q.begin());
+      std::copy_n(in.mask.begin() + t * (s.L + s.T), s.L + s.T, row.mask.begin());
+      row.mask.back() = -kInf;
+      const auto got = RunAttention(row, c.scale, c.softcap, false);
+      ASSERT_EQ(std::memcmp(got.data(), chunk.data() + t * s.Hq * s.hd, got.size() * sizeof(float)), 0)
+          << c << ": row " << t << " differs from its one-row call";
+    }
+  });
 }
 
 TEST_P(AttentionTest, RowWithoutVisibleColumnIsZero) {
