@@ -32,9 +32,9 @@ namespace {
 using vnni::Align64;
 using vnni::Dpbusd;
 using vnni::GroupSumsToPanels;
+using vnni::NextBlocks;
 using vnni::PadToPanels;
 using vnni::PanelScratch;
-using vnni::NextBlocks;
 using vnni::Prefetch;
 using vnni::Q4PanelArgs;
 using vnni::Q8PanelArgs;
