@@ -21,12 +21,17 @@ namespace slm::kernels {
 
 inline constexpr size_t kDecodePrefetchBytes = 1024;
 
+// How far past byte `offset` of a tile row to prefetch while reading it (the same for every row
+// of the tile).
+inline size_t DecodePrefetchDistance(size_t offset, size_t row_bytes, size_t rows_per_tile) {
+  if (row_bytes <= kDecodePrefetchBytes) return rows_per_tile * row_bytes;
+  return offset + kDecodePrefetchBytes < row_bytes ? kDecodePrefetchBytes
+                                                   : (rows_per_tile - 1) * row_bytes + kDecodePrefetchBytes;
+}
+
 // The address to prefetch while reading byte `offset` of a tile row, at `p`.
 inline const void* DecodePrefetchAddress(const void* p, size_t offset, size_t row_bytes, size_t rows_per_tile) {
-  const uint8_t* b = static_cast<const uint8_t*>(p);
-  if (row_bytes <= kDecodePrefetchBytes) return b + rows_per_tile * row_bytes;
-  return offset + kDecodePrefetchBytes < row_bytes ? b + kDecodePrefetchBytes
-                                                   : b + (rows_per_tile - 1) * row_bytes + kDecodePrefetchBytes;
+  return static_cast<const uint8_t*>(p) + DecodePrefetchDistance(offset, row_bytes, rows_per_tile);
 }
 
 }  // namespace slm::kernels

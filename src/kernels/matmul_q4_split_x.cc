@@ -129,7 +129,7 @@ SLM_VNNI_TARGET inline void Q4SplitXTile(const float* x, const int8_t* parts, co
     // the address and the scale-line test worked out per row, GCC kept 16 row offsets on the
     // stack and spent ~14 scalar instructions per row on them (597 instructions per 96 vpdpbusd).
     const uint8_t* wc = w + c * (kChunk / 2);
-    const size_t ahead = size_t(static_cast<const uint8_t*>(DecodePrefetchAddress(wc, c * (kChunk / 2), row_bytes, kN)) - wc);
+    const size_t ahead = DecodePrefetchDistance(c * (kChunk / 2), row_bytes, kN);
     const float* sc = scales + *s;
 #pragma GCC unroll 16
     for (size_t r = 0; r < kN; ++r, wc += row_bytes, sc += groups) {
