@@ -40,18 +40,11 @@ using vnni::Q4PanelArgs;
 using vnni::Q8PanelArgs;
 using vnni::SlabStride;
 using vnni::WriteRows;
+using vnni::kQ4WalkRows;
 
 constexpr size_t kP = size_t(kVnniPanelRows);  // rows per panel: 2 vectors of 16 int32 lanes
 constexpr size_t kQ8M = 12;  // weight rows per Q8 tile: 24 accumulators + 2 x + 1 broadcast
 constexpr size_t kQ4M = 6;   // per Q4 tile: 12 int32 + 12 f32 accumulators + 7 operands
-// Weight rows per Q4 block walk: 8 blocks of kQ4M unpacked together, and per panel their 8 tiles
-// run back to back. One block at a time, a whole sweep over x (R·K bytes: 1–4 MB at 512 rows,
-// more than L2) passed between two blocks, and a block of 6 rows wrote each line of y in 6-column
-// parts a sweep apart, each part fetching the line again; now each panel of x is read by 8 tiles
-// in a row (from L2) and its rows of y get 48 columns in one go. BM_MatMulQ4DynG32 (1 thread),
-// R 512: 0.88–0.93× the time; R 128, K 8192: 0.90×; R 128, K 2048: 0.97–1.05× (noise). The Q8
-// tiles (12 rows) read x half as often; the same walk measured no difference there.
-constexpr size_t kQ4WalkRows = 48;
 
 // In place: r[j] lane i becomes r[i] lane j (a 16×16 transpose of 32-bit elements).
 SLM_VNNI_TARGET inline void Transpose16x16(__m512i (&r)[16]) {
@@ -322,8 +315,8 @@ SLM_VNNI_TARGET void UnpackQ4RowSigned(const uint8_t* src, size_t K, size_t G, u
 }
 
 // Columns [n, n + kB·kM) for all R rows: kB blocks of kM weight rows unpacked together, and per
-// panel their kB tiles back to back (see kQ4WalkRows); the last panel's tile b prefetches block b
-// of the next walk.
+// panel their kB tiles back to back (see vnni::kQ4WalkRows); the last panel's tile b prefetches
+// block b of the next walk.
 template <size_t kM, size_t kB, bool kSigned, size_t kG>
 SLM_VNNI_TARGET void Q4PanelBlock(const Q4PanelArgs& s, size_t n) {
   const size_t groups = s.K / s.G, ldw = SlabStride(s.K), row_bytes = s.K / 2;
