@@ -18,8 +18,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "hwy/cache_control.h"
 #include "hwy/highway.h"
+#include "kernels/decode_prefetch.h"
 #include "kernels/matmul_panel-inl.h"
 #include "kernels/vec_tile-inl.h"
 
@@ -64,7 +64,7 @@ HWY_INLINE void MatMulTile(const float* HWY_RESTRICT x, const float* HWY_RESTRIC
     for (size_t c = 0; c < kN; ++c) {
       // Decode streams each weight row once: prefetch the next tile's row c at this k (rows
       // are contiguous, kN rows ahead), as the quantized decode tiles do (matmul_q-inl.h).
-      if constexpr (kR == 1) hwy::Prefetch(w + (kN + c) * K + k);
+      if constexpr (kR == 1) PrefetchDecodeLine(w + (kN + c) * K + k);
       const V wv = hn::LoadU(d, w + c * K + k);
       HWY_UNROLL(4)
       for (size_t r = 0; r < kR; ++r) acc[r][c] = hn::MulAdd(xv[r], wv, acc[r][c]);

@@ -35,7 +35,6 @@
 #include <type_traits>
 #include <vector>
 
-#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "kernels/decode_prefetch.h"
 #include "kernels/lane_sums-inl.h"
@@ -140,7 +139,7 @@ HWY_INLINE void Q8RowTile(const float* HWY_RESTRICT x, const int8_t* HWY_RESTRIC
     const auto x1 = hn::LoadU(df, x + k + NL);
     HWY_UNROLL(8)
     for (size_t c = 0; c < kN; ++c) {
-      hwy::Prefetch(DecodePrefetchAddress(w + c * K + k, k, K, kN));  // see decode_prefetch.h
+      PrefetchDecodeLine(DecodePrefetchAddress(w + c * K + k, k, K, kN));  // see decode_prefetch.h
       const auto w0 = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, w + c * K + k)));
       const auto w1 = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, w + c * K + k + NL)));
       acc0[c] = hn::MulAdd(x0, w0, acc0[c]);
@@ -245,7 +244,7 @@ HWY_INLINE void Q4RowTile(const float* HWY_RESTRICT x, const uint8_t* HWY_RESTRI
         const auto xhi = hn::LoadU(df, x + b + 16 + j);
         HWY_UNROLL(4)
         for (size_t c = 0; c < kN; ++c) {
-          hwy::Prefetch(w + (kN + c) * (K / 2) + b / 2 + j);  // the next tile's row c
+          PrefetchDecodeLine(w + (kN + c) * (K / 2) + b / 2 + j);  // the next tile's row c
           const auto q = hn::PromoteTo(di, hn::LoadU(d8, w + c * (K / 2) + b / 2 + j));
           const auto lo = hn::MulAdd(hn::ConvertTo(df, hn::And(q, mask)), vs[c], vo[c]);
           const auto hi = hn::MulAdd(hn::ConvertTo(df, hn::ShiftRight<4>(q)), vs[c], vo[c]);
@@ -477,7 +476,7 @@ HWY_INLINE void Q4DynTile(const int8_t* xq, const float* xscale, const int32_t* 
         HWY_UNROLL(4)
         for (size_t n = 0; n < kN; ++n) {
           // Decode (4 weight rows): the next tile's row n, as the weight-only tiles.
-          if constexpr (kN > 1) hwy::Prefetch(w + (kN + n) * row_bytes + b / 2 + j);
+          if constexpr (kN > 1) PrefetchDecodeLine(w + (kN + n) * row_bytes + b / 2 + j);
           const auto q = hn::PromoteTo(d16, hn::LoadU(du8, w + n * row_bytes + b / 2 + j));
           const auto lo = hn::And(q, mask), hi = hn::ShiftRight<4>(q);
           HWY_UNROLL(4)

@@ -30,6 +30,7 @@
 #include <cstdint>
 
 #include "hwy/highway.h"
+#include "kernels/decode_prefetch.h"
 #include "kernels/vnni_intrinsics.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -77,9 +78,9 @@ HWY_INLINE void Q4PlanesTile(const float* HWY_RESTRICT x, const float* HWY_RESTR
     HWY_UNROLL(4)
     for (size_t r = 0; r < kN; ++r) {
       const uint8_t* wc = w + r * row_bytes + c * (kQ4PlaneChunk / 2);
-      _mm_prefetch(reinterpret_cast<const char*>(wc + kN * row_bytes), _MM_HINT_T0);
+      PrefetchDecodeLine(wc + kN * row_bytes);
       if (*s % 16 == 0) {  // a new line of the next tile's scales (a second stream per row)
-        _mm_prefetch(reinterpret_cast<const char*>(scales + (r + kN) * groups + *s), _MM_HINT_T0);
+        PrefetchDecodeLine(scales + (r + kN) * groups + *s);
       }
       acc[r] = _mm512_fmadd_ps(vnni::Q4ChunkScales<kScales>(scales + r * groups + *s),
                                ChunkDot(wc, xp + c * kQ4PlaneChunk, table), acc[r]);

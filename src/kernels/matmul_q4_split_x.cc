@@ -133,7 +133,7 @@ SLM_VNNI_TARGET inline void Q4SplitXTile(const float* x, const int8_t* parts, co
     const float* sc = scales + *s;
 #pragma GCC unroll 16
     for (size_t r = 0; r < kN; ++r, wc += row_bytes, sc += groups) {
-      _mm_prefetch(reinterpret_cast<const char*>(wc + ahead), _MM_HINT_T0);
+      PrefetchDecodeLine(wc + ahead);
       const __m512i v = _mm512_loadu_si512(wc);
       const __m512i lo = _mm512_and_si512(v, nibble);
       const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
@@ -144,7 +144,7 @@ SLM_VNNI_TARGET inline void Q4SplitXTile(const float* x, const int8_t* parts, co
       acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(d, cc)), f, acc[r]);
     }
     if (*s % 16 == 0) {  // the next tile's scales, once per line
-      for (size_t r = 0; r < kN; ++r) _mm_prefetch(reinterpret_cast<const char*>(scales + (r + kN) * groups + *s), _MM_HINT_T0);
+      for (size_t r = 0; r < kN; ++r) PrefetchDecodeLine(scales + (r + kN) * groups + *s);
     }
   }
   for (size_t r = 0; r < kN; ++r) {

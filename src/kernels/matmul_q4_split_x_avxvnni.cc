@@ -21,6 +21,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "kernels/decode_prefetch.h"
 #include "kernels/matmul_q4_split_x.h"
 #include "kernels/matmul_q_vnni.h"
 #include "kernels/vnni_intrinsics.h"
@@ -139,9 +140,9 @@ SLM_AVXVNNI_TARGET inline void Tile(const float* x, const int8_t* parts, const i
     const float* sc = scales + first_scale;
     if (t % 2 == 0) {  // a line: the same line of the next tile's rows, and its scales' lines
       const size_t ahead = kN * row_bytes;
-      for (size_t r = 0; r < kN; ++r) _mm_prefetch(reinterpret_cast<const char*>(wt + r * row_bytes + ahead), _MM_HINT_T0);
+      for (size_t r = 0; r < kN; ++r) PrefetchDecodeLine(wt + r * row_bytes + ahead);
       if (t / 2 < scale_lines) {
-        for (size_t r = 0; r < kN; ++r) _mm_prefetch(reinterpret_cast<const char*>(scales + (r + kN) * groups + 8 * t), _MM_HINT_T0);
+        for (size_t r = 0; r < kN; ++r) PrefetchDecodeLine(scales + (r + kN) * groups + 8 * t);
       }
     }
 #pragma GCC unroll 8

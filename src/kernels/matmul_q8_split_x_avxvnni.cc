@@ -92,7 +92,7 @@ SLM_AVXVNNI_TARGET inline void Tile(const int8_t* parts, const int32_t* centre, 
 #pragma GCC unroll 8
     for (size_t r = 0; r < kN; ++r) {
       const int8_t* wr = w + r * K;
-      if (k % 64 == 0) _mm_prefetch(static_cast<const char*>(DecodePrefetchAddress(wr + k, k, K, kN)), _MM_HINT_T0);
+      if (k % 64 == 0) PrefetchDecodeLine(DecodePrefetchAddress(wr + k, k, K, kN));
       const __m256i v = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr + k)), flip);
       __m256i d = Dpbusd256(_mm256_setzero_si256(), v, x1);
       d = Dpbusd256(_mm256_slli_epi32(d, 7), v, x2);

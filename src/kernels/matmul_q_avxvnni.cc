@@ -91,7 +91,7 @@ SLM_AVXVNNI_TARGET inline void Q8Tile(const int8_t* xq, float xscale, int32_t xs
     const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + k));
     #pragma GCC unroll 8
     for (int c = 0; c < kN; ++c) {
-      if (k % 64 == 0) _mm_prefetch(static_cast<const char*>(DecodePrefetchAddress(w + c * K + k, k, K, kN)), _MM_HINT_T0);
+      if (k % 64 == 0) PrefetchDecodeLine(DecodePrefetchAddress(w + c * K + k, k, K, kN));
       const __m256i wv = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + c * K + k)), flip);
       acc[c] = Dpbusd256(acc[c], wv, xv);
     }
@@ -247,10 +247,10 @@ SLM_AVXVNNI_TARGET inline void Q4Tile(const int8_t* xp, float xscale, const int3
   for (size_t line = 0; t + 2 <= steps; t += 2, ++line) {
     #pragma GCC unroll 8
     for (int n = 0; n < kN; ++n) {
-      _mm_prefetch(reinterpret_cast<const char*>(w + (n + kN) * row_bytes + 32 * t), _MM_HINT_T0);
+      PrefetchDecodeLine(w + (n + kN) * row_bytes + 32 * t);
       if (line < scale_lines) {
-        _mm_prefetch(reinterpret_cast<const char*>(scales + (n + kN) * groups + 16 * line), _MM_HINT_T0);
-        if constexpr (kAsym) _mm_prefetch(reinterpret_cast<const char*>(offsets + (n + kN) * groups + 16 * line), _MM_HINT_T0);
+        PrefetchDecodeLine(scales + (n + kN) * groups + 16 * line);
+        if constexpr (kAsym) PrefetchDecodeLine(offsets + (n + kN) * groups + 16 * line);
       }
     }
     step(t);

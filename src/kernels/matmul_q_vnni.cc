@@ -90,7 +90,7 @@ SLM_VNNI_TARGET inline void Q8Tile(const int8_t* xq, const float* xscale, const 
       // The next tile's row c at this k, or 1 KB ahead along rows longer than that
       // (decode_prefetch.h). For decode, where every weight is read once, prefetching gave 7–50%
       // more 8da8w tok/s than none (A/B in one run).
-      _mm_prefetch(static_cast<const char*>(DecodePrefetchAddress(w + c * K + k, k, K, kN)), _MM_HINT_T0);
+      PrefetchDecodeLine(DecodePrefetchAddress(w + c * K + k, k, K, kN));
       wv[c] = _mm512_xor_si512(_mm512_loadu_si512(w + c * K + k), flip);
     }
     #pragma GCC unroll 16
@@ -269,10 +269,10 @@ SLM_VNNI_TARGET inline void Q4Tile(const int8_t* xp, const float* xscale, const 
     #pragma GCC unroll 8
     for (int n = 0; n < kN; ++n) {
       const uint8_t* wc = w + n * row_bytes + 64 * c;
-      _mm_prefetch(reinterpret_cast<const char*>(wc + kN * row_bytes), _MM_HINT_T0);
+      PrefetchDecodeLine(wc + kN * row_bytes);
       if (c < scale_lines) {  // and, over the first chunks, the next tile's scales (offsets)
-        _mm_prefetch(reinterpret_cast<const char*>(scales + (n + kN) * groups + 16 * c), _MM_HINT_T0);
-        if (offsets != nullptr) _mm_prefetch(reinterpret_cast<const char*>(offsets + (n + kN) * groups + 16 * c), _MM_HINT_T0);
+        PrefetchDecodeLine(scales + (n + kN) * groups + 16 * c);
+        if (offsets != nullptr) PrefetchDecodeLine(offsets + (n + kN) * groups + 16 * c);
       }
       const __m512i v = _mm512_loadu_si512(wc);
       lo[n] = _mm512_and_si512(v, nibble);
