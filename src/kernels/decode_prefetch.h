@@ -11,7 +11,8 @@
 // split-x tiles since they take 8 rows of 4 KB at a time (matmul_q4_split_x.cc); not by the
 // other int4 tiles: with 4 KB rows their end-to-end decode did not gain (int4 0.90–0.96×, 8da4w
 // 0.95–0.98× in a 4-round A/B, while identical int4 code read 1.00–1.14× in the next), although
-// BM_MatMulQ4G32 1×8192×2048 did (545 → 482 µs).
+// BM_MatMulQ4G32 1×8192×2048 did (545 → 482 µs). Every decode tile, x86, Highway and Arm,
+// prefetches through PrefetchDecodeLine (below): into L2.
 #pragma once
 
 #include <cstddef>
@@ -20,7 +21,6 @@
 namespace slm::kernels {
 
 inline constexpr size_t kDecodePrefetchBytes = 1024;
-
 
 // How far past byte `offset` of a tile row to prefetch while reading it (the same for every row
 // of the tile).

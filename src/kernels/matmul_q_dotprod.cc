@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "kernels/cpu_feature.h"
+#include "kernels/decode_prefetch.h"
 #include "kernels/dotprod_target.h"
 
 #if SLM_HAVE_DOTPROD_KERNELS
@@ -78,7 +79,7 @@ SLM_DOTPROD_TARGET inline void Q8Tile(const int8_t* xq, float xscale, const int8
     const int8x16_t xv = vld1q_s8(xq + k);
     #pragma GCC unroll 16
     for (int c = 0; c < kN; ++c) {
-      if (k % 64 == 0) __builtin_prefetch(w + (c + kN) * K + k);  // the next tile's row
+      if (k % 64 == 0) PrefetchDecodeLine(w + (c + kN) * K + k);  // the next tile's row
       acc[c] = vdotq_s32(acc[c], vld1q_s8(w + c * K + k), xv);
     }
   }
@@ -111,7 +112,7 @@ SLM_DOTPROD_TARGET inline void Q4Tile(const int8_t* xq, float xscale, const int3
     #pragma GCC unroll 16
     for (int j = 0; j < kN; ++j) {
       const uint8_t* wb = w + j * row_bytes + 16 * b;
-      if (b % 4 == 0) __builtin_prefetch(wb + kN * row_bytes);  // the next tile's row
+      if (b % 4 == 0) PrefetchDecodeLine(wb + kN * row_bytes);  // the next tile's row
       const uint8x16_t v = vld1q_u8(wb);
       const int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(v, nibble)), eight);
       const int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(v, 4)), eight);
