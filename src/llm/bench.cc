@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/cpu_model.h"
 #include "core/mapped_file.h"
 #include "core/thread_pool.h"
 #include "graph/graph.h"
@@ -127,6 +128,7 @@ nlohmann::json BenchResult::ToJson() const {
   j["artifact_bytes"] = artifact_bytes;
   j["weights"] = weights;
   j["simd_target"] = simd_target;
+  j["cpu"] = cpu;
   j["threads"] = threads;
   j["load_ms"] = load_ms;
   j["peak_rss_bytes"] = peak_rss_bytes;
@@ -176,6 +178,7 @@ std::string BenchResult::ToText() const {
   std::snprintf(line, sizeof line, "artifact %s (%.1f MiB, weights %s), %d threads, SIMD %s\n", artifact.c_str(),
                 artifact_bytes / 1048576.0, weights.c_str(), threads, simd_target.c_str());
   os << line;
+  if (!cpu.empty()) os << "cpu " << cpu << "\n";
   std::snprintf(line, sizeof line, "load %.1f ms, peak RSS %.1f MiB; artifact resident %.1f MiB, %.1f%% of it in huge pages\n",
                 load_ms, peak_rss_bytes / 1048576.0, artifact_resident_bytes / 1048576.0,
                 artifact_resident_bytes > 0 ? 100.0 * double(artifact_huge_page_bytes) / double(artifact_resident_bytes) : 0.0);
@@ -236,6 +239,7 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
   // running beside it.
   r.simd_target = kernels::ActiveSimdTarget();
   if (const std::string bodies = kernels::ActiveIntrinsicBodies(); !bodies.empty()) r.simd_target += "+" + bodies;
+  r.cpu = CpuModel();
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) r.artifact_bytes = uint64_t(st.st_size);
 

@@ -46,6 +46,7 @@ struct MethodProfile {
 
 struct BenchResult {
   std::string artifact, simd_target, weights;
+  std::string cpu;  // CpuModel() (core/cpu_model.h): "" where /proc/cpuinfo names none
   int threads = 0;
   double load_ms = 0;          // Program::Load + session creation (every method ready)
   uint64_t peak_rss_bytes = 0;

@@ -10,6 +10,7 @@
 #include <set>
 #include <nlohmann/json.hpp>
 
+#include "core/cpu_model.h"
 #include "e2e/artifacts.h"
 
 namespace slm::llm {
@@ -95,6 +96,12 @@ TEST(BenchTest, ReportsEveryPromptLengthDecodeAndTheBytesADecodeTokenReads) {
   EXPECT_TRUE(j.contains("prefill_flops_per_token"));
   EXPECT_TRUE(j["prefill_tok_s"].contains("40"));
   EXPECT_FALSE(j.contains("roofline"));  // not measured without --roofline
+  // The CPU the figures were measured on (core/cpu_model.h), in the text where it is known.
+  EXPECT_EQ(r->cpu, CpuModel());
+  EXPECT_EQ(j["cpu"], r->cpu);
+  if (!r->cpu.empty()) {
+    EXPECT_NE(r->ToText().find("cpu " + r->cpu + "\n"), std::string::npos) << r->ToText();
+  }
 }
 
 TEST(BenchTest, RejectsAPromptLongerThanTheContextNamingTheRange) {
