@@ -24,6 +24,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/decode_prefetch.h"
 #include "kernels/dotprod_target.h"
 #include "kernels/matmul_q4_split_x.h"
 #include "kernels/matmul_q_dotprod.h"
@@ -125,7 +126,7 @@ SLM_DOTPROD_TARGET inline void Tile(const SplitRow& sx, const uint8_t* w, const 
     #pragma GCC unroll 16
     for (int r = 0; r < kN; ++r) {
       const uint8_t* row = w + r * row_bytes;
-      if (b % blocks_per_line == 0) __builtin_prefetch(row + kN * row_bytes + b * block_bytes);  // the next tile's row
+      if (b % blocks_per_line == 0) PrefetchDecodeLine(row + kN * row_bytes + b * block_bytes);  // the next tile's row
       int8x16_t lo, hi;
       W::Load(row, b, lo, hi);
       int32x4_t d = vdotq_s32(vdotq_s32(vdupq_n_s32(0), lo, x1l), hi, x1h);
