@@ -283,6 +283,46 @@ void BM_DecodeWalkQ4G32(benchmark::State& state) {
 }
 BENCHMARK(BM_DecodeWalkQ4G32)->ArgsProduct({{2048}, {8192}, {1, 2}})->ArgsProduct({{8192}, {2048}, {1, 2}})->Unit(benchmark::kMicrosecond);
 
+// The 1B shape's int4 decode without the rest of the graph: per layer q, k, v, o, gate, up and
+// down (2048 -> 2048, 512, 512, 2048, 8192, 8192; 8192 -> 2048), each weights then scales as the
+// compiler lays out an artifact, 16 layers in turn. Arg: threads. Against `staticlm bench
+// --profile` it separates the int4 products' streaming from what the runtime adds between them;
+// against BM_DecodeWalkQ4G32 (one shape, matrices back to back) what the mix of shapes costs.
+void BM_DecodeLayersQ4G32(benchmark::State& state) {
+  struct Product {
+    size_t weights, scales;  // byte offsets
+    int64_t K, N;
+  };
+  constexpr int64_t kShapes[][2] = {{2048, 2048}, {2048, 512}, {2048, 512}, {2048, 2048},
+                                    {2048, 8192}, {2048, 8192}, {8192, 2048}};
+  std::vector<Product> products;
+  size_t bytes = 0;
+  for (int64_t l = 0; l < kDecodeLayers; ++l) {
+    for (const auto& [K, N] : kShapes) {
+      const size_t w = bytes;
+      bytes += size_t(N * K / 2);
+      products.push_back({w, bytes, K, N});
+      bytes += size_t(N * K / 32) * sizeof(float);
+    }
+  }
+  const HugePageCopy<uint8_t> data(RandomBytes(bytes, 2));
+  const auto x = Random(8192, 1);
+  std::vector<float> y(8192);
+  slm::ThreadPool pool(int(state.range(0)));
+  for (auto _ : state) {
+    for (const Product& p : products) {
+      const float* scales = reinterpret_cast<const float*>(data.get() + p.scales);
+      pool.ParallelFor(p.N, 8, [&](int64_t nb, int64_t ne) {
+        slm::kernels::MatMulQ4Columns(x.data(), data.get() + p.weights, scales, nullptr, nullptr, y.data(), 1, p.K,
+                                      p.N, 32, nb, ne);
+      });
+    }
+    benchmark::DoNotOptimize(y.data());
+  }
+  WalkCounters(state, double(bytes));
+}
+BENCHMARK(BM_DecodeLayersQ4G32)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
+
 void BM_DecodeWalkF32(benchmark::State& state) {
   const int64_t K = state.range(0), N = state.range(1), L = kDecodeLayers / 4;  // as many bytes as int4
   const auto x = Random(size_t(K), 1);

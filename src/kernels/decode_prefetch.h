@@ -37,9 +37,19 @@ inline size_t DecodePrefetchDistance(size_t offset, size_t row_bytes, size_t row
 // use. From L2 the loads' latency is covered by the tile's other rows. Zen 4 (EPYC 9004, 2
 // threads, 1B artifacts, `bench -p 8 -n 48 -r 3`, 2 alternated rounds, prefetcht0 → prefetcht1):
 // int4 decode 16.4 / 14.3 → 22.3 / 19.1 tok/s, 8da4w 17.9 / 18.4 → 32.1 / 30.7, 8da8w 14.0 / 14.9
-// → 19.0 / 19.3, int8 14.3 / 14.1 → 16.4 / 14.2, f32 5.2 / 5.3 → 6.1 / 5.8. Not measured on Zen 5
-// (48 KB 12-way L1, where the earlier tuning was done) nor on Arm.
-inline void PrefetchDecodeLine(const void* p) { __builtin_prefetch(p, /*rw=*/0, /*locality=*/2); }
+// → 19.0 / 19.3. Zen 5 (48 KB 12-way L1), the same A/B once every tile prefetches (3 rounds):
+// int8 39.7 / 44.1 / 26.8 → 38.3 / 46.6 / 25.8, f32 13.7 / 9.3 / 13.3 → 14.1 / 14.3 / 13.3,
+// 8da8w 41.0 / 24.4 / 37.3 → 40.3 / 25.3 / 34.7 — within this VM's noise. Not measured on Arm.
+//
+// always_inline: a plain inline function was not inlined into the Highway decode tiles (compiled
+// under Highway's `#pragma GCC target`), and GCC, which sees a prefetch as free of side effects,
+// then deleted the calls: from a1de3c0 to the fix the f32, int8 and int4 Highway tiles and the
+// int4 planes tile prefetched nothing (their Zen 4 "prefetcht1" figures of that session were
+// without prefetch; Zen 5 int8 decode 29.5 / 29.9 / 20.7 tok/s without, 38.3 / 46.6 / 25.8 with).
+// tests/kernels/decode_prefetch_codegen.sh checks the built kernels still hold the instruction.
+[[gnu::always_inline]] inline void PrefetchDecodeLine(const void* p) {
+  __builtin_prefetch(p, /*rw=*/0, /*locality=*/2);
+}
 
 // The address to prefetch while reading byte `offset` of a tile row, at `p`.
 inline const void* DecodePrefetchAddress(const void* p, size_t offset, size_t row_bytes, size_t rows_per_tile) {

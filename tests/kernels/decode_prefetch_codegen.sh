@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Checks that the decode tiles' software prefetches survived compilation: every Highway target's
+# MatMulF32Columns, MatMulQ8Columns, MatMulQ4Columns and MatMulQ4DynColumns (and on x86 the int4
+# planes tile, Q4PlanesColumns) in the kernels library holds at least one L2 prefetch (x86
+# prefetcht1, Arm PRFM PLDL2KEEP: decode_prefetch.h).
+# Why a test of the machine code: GCC once deleted every PrefetchDecodeLine call from these
+# functions without a warning (not inlined, then removed as a call without side effects), which
+# cost Zen 5 int8 decode ~1.3–1.5×, and no test of results can see a missing prefetch.
+#   decode_prefetch_codegen.sh OBJDUMP LIBRARY
+# Exit 0: every function found holds one; 1: one does not, or none was found; 77: an
+# architecture without a known L2 prefetch instruction (CTest: skipped).
+set -euo pipefail
+objdump=$1
+library=$2
+case "$("$objdump" -f "$library" | awk '/architecture:/ {print $2; exit}')" in
+  i386:x86-64*) prefetch='prefetcht1' ;;
+  aarch64*) prefetch='prfm[[:space:]]+pldl2keep' ;;
+  *) echo "no L2 prefetch instruction known for this architecture: skipped"; exit 77 ;;
+esac
+"$objdump" -d --no-show-raw-insn -C "$library" | awk -v prefetch="$prefetch" '
+  # A function header: "<address> <name(args)>:" (not a lambda inside one: "<auto name(...)::{lambda").
+  # Highway targets live in namespaces N_<TARGET>.
+  / <.*>:$/ {
+    finish()
+    current = ""
+    if (match($0, / <slm::kernels::N_[A-Z0-9_]+::(MatMul(F32|Q8|Q4|Q4Dyn)Columns|Q4PlanesColumns)\(/)) {
+      current = substr($0, RSTART + 16, RLENGTH - 17)
+      found++
+      hits = 0
+    }
+    next
+  }
+  current != "" && $0 ~ prefetch { hits++ }
+  function finish() {
+    if (current == "") return
+    if (hits == 0) { print "no L2 prefetch in " current; bad++ }
+    else print current ": " hits " L2 prefetches"
+  }
+  END {
+    finish()
+    if (found == 0) { print "none of the decode products found in the library"; exit 1 }
+    exit bad > 0 ? 1 : 0
+  }'
