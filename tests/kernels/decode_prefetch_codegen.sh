@@ -24,7 +24,9 @@ esac
     finish()
     current = ""
     if (match($0, / <slm::kernels::N_[A-Z0-9_]+::(MatMul(F32|Q8|Q4|Q4Dyn)Columns|Q4PlanesColumns)\(/)) {
-      current = substr($0, RSTART + 16, RLENGTH - 17)
+      current = substr($0, RSTART, RLENGTH)  # " <slm::kernels::N_AVX3::MatMulQ8Columns("
+      sub(/^ <slm::kernels::/, "", current)
+      sub(/\($/, "", current)
       found++
       hits = 0
     }
