@@ -15,6 +15,7 @@
 
 #include "core/thread_pool.h"
 #include "kernels/attention_q8.h"
+#include "kernels/decode_prefetch.h"
 #include "kernels/kernels.h"
 #include "kernels/matmul_q_vnni.h"
 #include "kernels/quant_kernels.h"
@@ -283,34 +284,43 @@ void BM_DecodeWalkQ4G32(benchmark::State& state) {
 }
 BENCHMARK(BM_DecodeWalkQ4G32)->ArgsProduct({{2048}, {8192}, {1, 2}})->ArgsProduct({{8192}, {2048}, {1, 2}})->Unit(benchmark::kMicrosecond);
 
-// The 1B shape's int4 decode without the rest of the graph: per layer q, k, v, o, gate, up and
-// down (2048 -> 2048, 512, 512, 2048, 8192, 8192; 8192 -> 2048), each weights then scales as the
-// compiler lays out an artifact, 16 layers in turn. Arg: threads. Against `staticlm bench
-// --profile` it separates the int4 products' streaming from what the runtime adds between them;
-// against BM_DecodeWalkQ4G32 (one shape, matrices back to back) what the mix of shapes costs.
-void BM_DecodeLayersQ4G32(benchmark::State& state) {
+// The 1B shape's int4 products per layer: q, k, v, o, gate, up and down (2048 -> 2048, 512, 512,
+// 2048, 8192, 8192; 8192 -> 2048), each weights then scales as the compiler lays out an artifact,
+// 16 layers in turn, in one huge-page buffer.
+struct DecodeLayerProducts {
   struct Product {
     size_t weights, scales;  // byte offsets
     int64_t K, N;
   };
-  constexpr int64_t kShapes[][2] = {{2048, 2048}, {2048, 512}, {2048, 512}, {2048, 2048},
-                                    {2048, 8192}, {2048, 8192}, {8192, 2048}};
   std::vector<Product> products;
   size_t bytes = 0;
-  for (int64_t l = 0; l < kDecodeLayers; ++l) {
-    for (const auto& [K, N] : kShapes) {
-      const size_t w = bytes;
-      bytes += size_t(N * K / 2);
-      products.push_back({w, bytes, K, N});
-      bytes += size_t(N * K / 32) * sizeof(float);
+  DecodeLayerProducts() {
+    constexpr int64_t kShapes[][2] = {{2048, 2048}, {2048, 512}, {2048, 512}, {2048, 2048},
+                                      {2048, 8192}, {2048, 8192}, {8192, 2048}};
+    for (int64_t l = 0; l < kDecodeLayers; ++l) {
+      for (const auto& [K, N] : kShapes) {
+        const size_t w = bytes;
+        bytes += size_t(N * K / 2);
+        products.push_back({w, bytes, K, N});
+        bytes += size_t(N * K / 32) * sizeof(float);
+      }
     }
   }
-  const HugePageCopy<uint8_t> data(RandomBytes(bytes, 2));
+};
+
+// The 1B shape's int4 decode without the rest of the graph. Arg: threads. Against `staticlm bench
+// --profile` it separates the int4 products' streaming from what the runtime adds between them;
+// against BM_DecodeWalkQ4G32 (one shape, matrices back to back) what the mix of shapes costs;
+// against BM_DecodeLayersStreamQ4G32 (the same bytes read without arithmetic) what the arithmetic
+// costs.
+void BM_DecodeLayersQ4G32(benchmark::State& state) {
+  const DecodeLayerProducts layers;
+  const HugePageCopy<uint8_t> data(RandomBytes(layers.bytes, 2));
   const auto x = Random(8192, 1);
   std::vector<float> y(8192);
   slm::ThreadPool pool(int(state.range(0)));
   for (auto _ : state) {
-    for (const Product& p : products) {
+    for (const auto& p : layers.products) {
       const float* scales = reinterpret_cast<const float*>(data.get() + p.scales);
       pool.ParallelFor(p.N, 8, [&](int64_t nb, int64_t ne) {
         slm::kernels::MatMulQ4Columns(x.data(), data.get() + p.weights, scales, nullptr, nullptr, y.data(), 1, p.K,
@@ -319,9 +329,69 @@ void BM_DecodeLayersQ4G32(benchmark::State& state) {
     }
     benchmark::DoNotOptimize(y.data());
   }
-  WalkCounters(state, double(bytes));
+  WalkCounters(state, double(layers.bytes));
 }
 BENCHMARK(BM_DecodeLayersQ4G32)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
+
+// Rows [n_begin, n_end) of one int4 G = 32 product read in the AVX-512 split-x decode tile's order
+// (matmul_q4_split_x.cc): tiles of kN rows, per 64-byte chunk every row of the tile, each row
+// prefetching at DecodePrefetchDistance and, once per scale line, the next tile's scale line — but
+// each line is only XORed into a sink, no arithmetic. Rows past the last whole tile one at a time.
+template <size_t kN>
+uint64_t StreamQ4Tiles(const uint8_t* w, const float* scales, size_t K, size_t n_begin, size_t n_end) {
+  const size_t row_bytes = K / 2, groups = K / 32, chunks = row_bytes / 64;
+  uint64_t sink = 0;
+  size_t n = n_begin;
+  const auto tile = [&](auto rows_tag) {
+    constexpr size_t kRows = decltype(rows_tag)::value;
+    for (size_t c = 0; c < chunks; ++c) {
+      const size_t ahead = slm::kernels::DecodePrefetchDistance(c * 64, row_bytes, kRows);
+      for (size_t r = 0; r < kRows; ++r) {
+        const uint8_t* line = w + (n + r) * row_bytes + c * 64;
+        slm::kernels::PrefetchDecodeLine(line + ahead);
+        uint64_t words[8];
+        std::memcpy(words, line, sizeof(words));
+        for (uint64_t word : words) sink ^= word;
+      }
+      if (c % 4 == 0) {  // a scale line holds 4 chunks' group scales of a row
+        for (size_t r = 0; r < kRows; ++r) {
+          uint32_t first;
+          std::memcpy(&first, scales + (n + r) * groups + 4 * c, sizeof(first));
+          sink ^= first;
+          slm::kernels::PrefetchDecodeLine(scales + (n + r + kRows) * groups + 4 * c);
+        }
+      }
+    }
+    n += kRows;
+  };
+  while (n + kN <= n_end) tile(std::integral_constant<size_t, kN>{});
+  while (n < n_end) tile(std::integral_constant<size_t, 1>{});
+  return sink;
+}
+
+// The memory side of BM_DecodeLayersQ4G32: the same buffer, products, thread split, tile order
+// and prefetches, without the arithmetic (StreamQ4Tiles). Arg: threads. The two in one run give
+// how far the kernel's arithmetic keeps it from what this access pattern can stream.
+void BM_DecodeLayersStreamQ4G32(benchmark::State& state) {
+  const DecodeLayerProducts layers;
+  const HugePageCopy<uint8_t> data(RandomBytes(layers.bytes, 2));
+  std::vector<uint64_t> sinks(static_cast<size_t>(8 * state.range(0)));  // a line per thread
+  slm::ThreadPool pool(int(state.range(0)));
+  for (auto _ : state) {
+    for (const auto& p : layers.products) {
+      const uint8_t* w = data.get() + p.weights;
+      const float* scales = reinterpret_cast<const float*>(data.get() + p.scales);
+      pool.ParallelFor(p.N, 8, [&](int64_t nb, int64_t ne, int thread) {
+        const size_t K = size_t(p.K);
+        sinks[8 * size_t(thread)] ^= K / 2 <= 1024 ? StreamQ4Tiles<16>(w, scales, K, size_t(nb), size_t(ne))
+                                               : StreamQ4Tiles<8>(w, scales, K, size_t(nb), size_t(ne));
+      });
+    }
+    benchmark::DoNotOptimize(sinks.data());
+  }
+  WalkCounters(state, double(layers.bytes));
+}
+BENCHMARK(BM_DecodeLayersStreamQ4G32)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
 
 void BM_DecodeWalkF32(benchmark::State& state) {
   const int64_t K = state.range(0), N = state.range(1), L = kDecodeLayers / 4;  // as many bytes as int4
