@@ -19,7 +19,8 @@ namespace slm::quant {
 
 struct InputHessian {
   int64_t k = 0;
-  std::vector<double> h;             // [K, K] row-major, symmetric: Σ xᵀx
+  std::vector<double> h;             // [K, K] row-major, symmetric: Σ xᵀx (f32 within blocks of 64 rows)
+  std::vector<double> abs_sum;       // [K]: Σ |x| (activation-aware scaling's channel magnitudes)
   int64_t rows = 0;                  // activation rows accumulated
   std::vector<std::string> weights;  // constant names of the weights reading this input
   // Adds rows x [rows, K] (row-major f32).

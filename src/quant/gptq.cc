@@ -4,9 +4,11 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "quant/hessian_factor.h"
 #include "quant/quant_math.h"
 
 namespace slm::quant {
@@ -211,21 +213,13 @@ Result<QuantizedMatrix> GptqQuantize(const float* w, int64_t n, int64_t k, const
 }
 
 double OutputSqnrDb(const float* w, const float* w_hat, int64_t n, int64_t k, const double* h) {
-  double sig = 0, noise = 0;
-  std::vector<double> e(static_cast<size_t>(k)), x(static_cast<size_t>(k));
-  for (int64_t r = 0; r < n; ++r) {
-    for (int64_t i = 0; i < k; ++i) {
-      x[size_t(i)] = w[r * k + i];
-      e[size_t(i)] = double(w[r * k + i]) - double(w_hat[r * k + i]);
-    }
-    for (int64_t i = 0; i < k; ++i) {
-      const double* hi = h + i * k;
-      double hx = 0, he = 0;
-      for (int64_t j = 0; j < k; ++j) hx += hi[j] * x[size_t(j)], he += hi[j] * e[size_t(j)];
-      sig += x[size_t(i)] * hx;
-      noise += e[size_t(i)] * he;
-    }
-  }
+  std::vector<float> e(static_cast<size_t>(n * k));
+  for (size_t i = 0; i < e.size(); ++i) e[i] = w[i] - w_hat[i];
+  // Through a low-rank factor when H's rank (≤ calibration rows) is at most K/2: cheaper than
+  // the dense K² per row from there on.
+  const std::optional<LowRankFactor> f = FactorHessian(h, k, k / 2);
+  const double sig = f ? ErrorEnergy(w, n, *f) : ErrorEnergy(w, n, k, h);
+  const double noise = f ? ErrorEnergy(e.data(), n, *f) : ErrorEnergy(e.data(), n, k, h);
   if (noise <= 0) return std::numeric_limits<double>::infinity();
   if (sig <= 0) return -std::numeric_limits<double>::infinity();
   return 10.0 * std::log10(sig / noise);

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <random>
 
@@ -63,20 +64,31 @@ QuantizedMatrix Rtn(const std::vector<float>& w, int64_t n, int64_t k, const Sch
 
 const char* kFormats[] = {"int8", "int4-g32", "int4-g32-asym", "int4-g64", "int4-g128-asym"};
 
-TEST(InputHessianTest, AccumulatesTheSumOfOuterProductsOfTheRows) {
-  const int64_t k = 5, rows = 7;
-  const auto x = Normal(size_t(rows * k), 3, 1.0f);
-  InputHessian ih;
-  ih.k = k;
-  ih.h.assign(size_t(k * k), 0.0);
-  ih.Accumulate(x.data(), 3);
-  ih.Accumulate(x.data() + 3 * k, rows - 3);
-  EXPECT_EQ(ih.rows, rows);
-  for (int64_t a = 0; a < k; ++a) {
-    for (int64_t b = 0; b < k; ++b) {
-      double want = 0;
-      for (int64_t r = 0; r < rows; ++r) want += double(x[size_t(r * k + a)]) * x[size_t(r * k + b)];
-      EXPECT_NEAR(ih.h[size_t(a * k + b)], want, 1e-9) << a << "," << b;
+// Odd and even K, K over one 256-row panel of H, and calls of more rows than one block (64).
+TEST(InputHessianTest, AccumulatesTheSumOfOuterProductsAndAbsoluteValuesOfTheRows) {
+  for (const auto [k, rows, first] : {std::array<int64_t, 3>{5, 7, 3}, {1, 3, 1}, {2, 1, 1}, {64, 70, 1},
+                                      {33, 140, 69}, {300, 5, 2}}) {
+    const auto x = Normal(size_t(rows * k), uint32_t(3 + k), 1.0f);
+    InputHessian ih;
+    ih.k = k;
+    ih.h.assign(size_t(k * k), 0.0);
+    ih.Accumulate(x.data(), first);
+    ih.Accumulate(x.data() + first * k, rows - first);
+    EXPECT_EQ(ih.rows, rows);
+    for (int64_t a = 0; a < k; ++a) {
+      double abs_sum = 0;
+      for (int64_t r = 0; r < rows; ++r) abs_sum += std::fabs(double(x[size_t(r * k + a)]));
+      EXPECT_NEAR(ih.abs_sum[size_t(a)], abs_sum, 1e-9 * abs_sum) << "k " << k << " channel " << a;
+      for (int64_t b = 0; b < k; ++b) {
+        double want = 0, magnitude = 0;
+        for (int64_t r = 0; r < rows; ++r) {
+          want += double(x[size_t(r * k + a)]) * x[size_t(r * k + b)];
+          magnitude += std::fabs(double(x[size_t(r * k + a)]) * x[size_t(r * k + b)]);
+        }
+        // Blocks of 64 rows are summed in f32 (the product kernel), then in f64.
+        EXPECT_NEAR(ih.h[size_t(a * k + b)], want, 1e-6 * magnitude) << "k " << k << " at " << a << "," << b;
+        EXPECT_NEAR(ih.h[size_t(a * k + b)], ih.h[size_t(b * k + a)], 1e-6 * magnitude) << "k " << k << " at " << a << "," << b;
+      }
     }
   }
 }
@@ -196,7 +208,7 @@ TEST(QuantizeGraphsGptqTest, MethodGptqWithoutCalibrationIsAnErrorNamingTheFix) 
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("gptq"), std::string::npos);
   EXPECT_NE(r.status().message().find("calibration"), std::string::npos);
-  EXPECT_FALSE(ParseMethod("awq").ok());
+  EXPECT_FALSE(ParseMethod("smoothquant").ok());
   EXPECT_EQ(*ParseMethod("gptq"), Method::kGptq);
 }
 
