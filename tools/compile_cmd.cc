@@ -54,10 +54,10 @@ Action AddCompile(CLI::App& app) {
   cmd->add_flag("--quant-lm-head", args->quant_lm_head, "quantize the lm_head with the --quant scheme too (tied: stored separately unless embeddings use the same scheme)");
   cmd->add_option("--quant-override", args->quant_overrides, "PATTERN=SCHEME for matching weight names (glob, or re:REGEX), e.g. '*.down_proj.weight=int8'; first match wins; repeatable");
   cmd->add_flag("--quant-report", args->quant_report, "print the per-tensor quantization report on stderr");
-  cmd->add_option("--quant-method", args->quant_method, "how quantized values are chosen: rtn (round to nearest) | gptq (error compensation on --calibration activations)")
-      ->check(CLI::IsMember({"rtn", "gptq"}))
+  cmd->add_option("--quant-method", args->quant_method, "how quantized values are chosen: rtn (round to nearest) | gptq (error compensation on --calibration activations) | awq (activation-aware channel scaling on --calibration activations, then round to nearest) | awq+gptq (the scaling, then gptq)")
+      ->check(CLI::IsMember({"rtn", "gptq", "awq", "awq+gptq"}))
       ->capture_default_str();
-  cmd->add_option("--calibration", args->calibration, "text file to calibrate on (tokenized by the model's tokenizer); needed by --quant-method gptq, adds output SQNR to --quant-report");
+  cmd->add_option("--calibration", args->calibration, "text file to calibrate on (tokenized by the model's tokenizer); needed by --quant-method gptq, awq and awq+gptq, adds output SQNR to --quant-report");
   cmd->add_option("--calibration-samples", args->calibration_samples, "calibration windows taken from the start of the text")->capture_default_str();
   cmd->add_option("--calibration-length", args->calibration_length, "tokens per calibration window")->capture_default_str();
   cmd->add_option("--calibration-skip", args->calibration_skip, "leave the first N positions of every window out of the statistics (attention-sink rows)")->capture_default_str();
@@ -103,8 +103,9 @@ Action AddCompile(CLI::App& app) {
       calibration.text_samples = args->calibration_samples;
       calibration.text_length = args->calibration_length;
       calibration.skip_positions = args->calibration_skip;
-    } else if (qc.method == quant::Method::kGptq) {
-      return Fail(InvalidArgument("--quant-method gptq needs --calibration FILE (text to collect activations on)"));
+    } else if (qc.method != quant::Method::kRtn) {
+      return Fail(InvalidArgument(std::string("--quant-method ") + quant::MethodName(qc.method) +
+                                  " needs --calibration FILE (text to collect activations on)"));
     }
     for (const std::string& o : args->quant_overrides) {
       auto parsed = quant::ParseOverride(o);

@@ -321,7 +321,9 @@ Result<std::unique_ptr<Pipeline>> Pipeline::FromConfig(const ConfigDoc& doc, Ada
     a.calibration = SelectAdapter(s, "calibration", "", reg.calibration, ov.calibration, /*required=*/false);
     if (a.quantizer && a.quantizer->NeedsCalibration() && !a.calibration) {
       s.Error("calibration", "missing: quantizer '" + a.quantizer->scheme() +
-                                 "' uses calibration activations (method gptq); name a calibration adapter (text_file, jsonl, random)");
+                                 "' uses calibration activations (method " +
+                                 a.quantizer->Fingerprint().value("method", std::string("?")) +
+                                 "); name a calibration adapter (text_file, jsonl, random)");
     }
     s.RejectUnknown();
   }

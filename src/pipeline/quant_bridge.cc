@@ -8,7 +8,7 @@ namespace slm::pipeline {
 namespace {
 
 // A src/quant scheme as a Quantizer adapter. The calibration set (when the config names a
-// calibration adapter) feeds the activation statistics: required by method gptq, and with rtn
+// calibration adapter) feeds the activation statistics: required by every method but rtn, and with rtn
 // they add the per-tensor output SQNR to the report.
 class QuantSchemeQuantizer final : public Quantizer {
  public:
@@ -19,17 +19,20 @@ class QuantSchemeQuantizer final : public Quantizer {
     nlohmann::json j = {{"scheme", quant::SchemeName(config_.linear)}, {"embeddings", quant::SchemeName(config_.embeddings)},
                         {"quantize_lm_head", config_.quantize_lm_head}, {"overrides", override_texts_},
                         {"method", quant::MethodName(config_.method)}, {"clip_search", config_.clip_search}};
-    if (config_.method == quant::Method::kGptq) {
+    if (config_.method == quant::Method::kGptq || config_.method == quant::Method::kAwqGptq) {
       j["gptq"] = {{"percdamp", config_.gptq.percdamp}, {"block_size", config_.gptq.block_size},
                    {"act_order", config_.gptq.act_order}, {"clip_search", config_.gptq.clip_search}};
     }
+    if (config_.method == quant::Method::kAwq || config_.method == quant::Method::kAwqGptq) {
+      j["awq"] = {{"grid", config_.awq.grid}, {"max_search_rows", config_.awq.max_search_rows}};
+    }
     return j;
   }
-  bool NeedsCalibration() const override { return config_.method == quant::Method::kGptq; }
+  bool NeedsCalibration() const override { return config_.method != quant::Method::kRtn; }
   Status Apply(model::PreparedCompile& prepared, const CalibrationSet& calibration, nlohmann::json* report) override {
-    if (config_.method == quant::Method::kGptq && calibration.samples.empty()) {
-      return InvalidArgument("quantizer " + scheme() + " with method gptq needs calibration samples: set "
-                             "stages.quantization.calibration (text_file, jsonl or random)");
+    if (config_.method != quant::Method::kRtn && calibration.samples.empty()) {
+      return InvalidArgument("quantizer " + scheme() + " with method " + quant::MethodName(config_.method) +
+                             " needs calibration samples: set stages.quantization.calibration (text_file, jsonl or random)");
     }
     quant::CalibrationInput input;
     input.samples = calibration.samples;
@@ -51,8 +54,9 @@ class QuantSchemeQuantizer final : public Quantizer {
 
 void RegisterQuantSchemes(AdapterRegistry& registry) {
   // Adapter name = the base scheme; options: group (int4 / 8da4w), asymmetric, embeddings
-  // (scheme text), quantize_lm_head, overrides ["pattern=scheme", ...], method (rtn | gptq),
-  // percdamp, block_size, act_order (gptq), clip_search (int4 range search, rtn and gptq).
+  // (scheme text), quantize_lm_head, overrides ["pattern=scheme", ...], method (rtn | gptq | awq |
+  // awq+gptq), percdamp, block_size, act_order (gptq), awq_grid, awq_search_rows (awq),
+  // clip_search (int4 range search, every method).
   for (const char* base : {"int8", "int4", "8da8w", "8da4w"}) {
     registry.quantizers.Register(base, [base = std::string(base)](Options& o) -> std::unique_ptr<Quantizer> {
       quant::QuantConfig c;
@@ -72,7 +76,7 @@ void RegisterQuantSchemes(AdapterRegistry& registry) {
       if (!e.ok()) o.Error("embeddings", e.status().message());
       else c.embeddings = *e;
       c.quantize_lm_head = o.Bool("quantize_lm_head", false);
-      // Calibration-aware quantization: method rtn (default) | gptq, and GPTQ's knobs.
+      // Calibration-aware quantization: method rtn (default) | gptq | awq | awq+gptq, and their knobs.
       auto method = quant::ParseMethod(o.String("method", "rtn"));
       if (!method.ok()) o.Error("method", method.status().message());
       else c.method = *method;
@@ -80,6 +84,8 @@ void RegisterQuantSchemes(AdapterRegistry& registry) {
       if (!(c.gptq.percdamp >= 0)) o.Error("percdamp", "expected >= 0, found " + std::to_string(c.gptq.percdamp));
       c.gptq.block_size = o.Int("block_size", c.gptq.block_size, 1);
       c.gptq.act_order = o.Bool("act_order", c.gptq.act_order);
+      c.awq.grid = o.Int("awq_grid", c.awq.grid, 1);
+      c.awq.max_search_rows = o.Int("awq_search_rows", c.awq.max_search_rows, 1);
       c.clip_search = c.gptq.clip_search = o.Bool("clip_search", c.clip_search);
       std::vector<std::string> overrides = o.StringList("overrides");
       for (size_t i = 0; i < overrides.size(); ++i) {

@@ -8,11 +8,13 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <sstream>
 
 #include "core/thread_pool.h"
 #include "kernels/quant_kernels.h"
+#include "quant/awq.h"
 #include "quant/calibration_stats.h"
 #include "quant/gptq.h"
 #include "quant/quant_math.h"
@@ -136,10 +138,20 @@ Result<SchemeSpec> ParseScheme(const std::string& text) {
 Result<Method> ParseMethod(const std::string& text) {
   if (text == "rtn") return Method::kRtn;
   if (text == "gptq") return Method::kGptq;
-  return InvalidArgument("quantization method '" + text + "': expected rtn or gptq");
+  if (text == "awq") return Method::kAwq;
+  if (text == "awq+gptq") return Method::kAwqGptq;
+  return InvalidArgument("quantization method '" + text + "': expected rtn, gptq, awq or awq+gptq");
 }
 
-const char* MethodName(Method m) { return m == Method::kGptq ? "gptq" : "rtn"; }
+const char* MethodName(Method m) {
+  switch (m) {
+    case Method::kRtn: return "rtn";
+    case Method::kGptq: return "gptq";
+    case Method::kAwq: return "awq";
+    case Method::kAwqGptq: return "awq+gptq";
+  }
+  return "?";
+}
 
 std::string SchemeName(const SchemeSpec& s) {
   switch (s.scheme) {
@@ -289,8 +301,9 @@ std::string QuantReport::ToText() const {
 
 Result<QuantReport> QuantizeGraphs(std::vector<graph::Graph>& graphs, const QuantConfig& config,
                                    const CalibrationStats* stats) {
-  if (config.method == Method::kGptq && stats == nullptr) {
-    return InvalidArgument("quantization method gptq needs calibration activations: give calibration samples "
+  if (config.method != Method::kRtn && stats == nullptr) {
+    return InvalidArgument(std::string("quantization method ") + MethodName(config.method) +
+                           " needs calibration activations: give calibration samples "
                            "(CLI --calibration FILE; pipeline: quantization.calibration)");
   }
   if (config.embeddings.scheme != Scheme::kNone && IsDynamic(config.embeddings.scheme)) {
@@ -321,6 +334,21 @@ Result<QuantReport> QuantizeGraphs(std::vector<graph::Graph>& graphs, const Quan
     return spec;
   };
 
+  // AWQ rescales the f32 weights (and the ops feeding them) first; everything below then sees
+  // the scaled model (and, per weight, the statistics of its scaled input).
+  std::optional<AwqResult> awq;
+  const bool awq_scaling = config.method == Method::kAwq || config.method == Method::kAwqGptq;
+  const bool gptq_values = config.method == Method::kGptq || config.method == Method::kAwqGptq;
+  if (awq_scaling) {
+    AwqOptions options = config.awq;
+    options.clip_search = config.clip_search;
+    auto scheme_of = [&](const Value& w) {
+      std::string unused;
+      return resolve(w, choose(w.name, "linear"), "linear", &unused);
+    };
+    SLM_ASSIGN_OR_RETURN(awq, ApplyAwqScaling(graphs, *stats, scheme_of, options));
+  }
+
   // Keyed by the weight format only (int8 ≡ 8da8w weights, int4-gG ≡ 8da4w-gG), so uses that
   // differ only in the activation mode share one stored tensor.
   auto get_entry = [&](const Value& w, const SchemeSpec& spec, const std::string& use,
@@ -334,8 +362,8 @@ Result<QuantReport> QuantizeGraphs(std::vector<graph::Graph>& graphs, const Quan
       hessian = stats->Find(w.name);
       if (hessian != nullptr && (hessian->k != k || hessian->rows == 0)) hessian = nullptr;
     }
-    const bool gptq = config.method == Method::kGptq && use != "embedding" && hessian != nullptr;
-    if (config.method == Method::kGptq && use != "embedding" && hessian == nullptr) {
+    const bool gptq = gptq_values && use != "embedding" && hessian != nullptr;
+    if (gptq_values && use != "embedding" && hessian == nullptr) {
       note += std::string(note.empty() ? "" : "; ") + "no calibration activations reached it: rtn instead of gptq";
     }
     // GPTQ values differ from RTN's, so a GPTQ lm_head never shares the RTN embedding's copy.
@@ -349,18 +377,34 @@ Result<QuantReport> QuantizeGraphs(std::vector<graph::Graph>& graphs, const Quan
     e->m = IsInt4(spec.scheme) ? QuantizeInt4Groups(f.data(), n, k, spec.group, spec.asymmetric, config.clip_search)
                                : QuantizeInt8PerChannel(f.data(), n, k);
     std::vector<float> deq = Dequantize(e->m);
+    // The statistics of this weight's input as the (AWQ-scaled) model sees it.
+    std::vector<double> scaled_h;
+    const double* h = hessian != nullptr ? hessian->h.data() : nullptr;
+    if (hessian != nullptr && awq && awq->input_scales.count(w.name)) {
+      scaled_h = ScaledHessian(*hessian, awq->input_scales.at(w.name));
+      h = scaled_h.data();
+    }
     TensorReport t;
     if (hessian != nullptr) {
-      t.rtn_output_sqnr_db = t.output_sqnr_db = OutputSqnrDb(f.data(), deq.data(), n, k, hessian->h.data());
+      t.rtn_output_sqnr_db = t.output_sqnr_db = OutputSqnrDb(f.data(), deq.data(), n, k, h);
       t.calibration_rows = hessian->rows;
     }
     if (gptq) {
-      auto g = GptqQuantize(f.data(), n, k, hessian->h.data(), format, config.gptq);
+      auto g = GptqQuantize(f.data(), n, k, h, format, config.gptq);
       if (!g.ok()) return Status(g.status().code(), "quantization of '" + w.name + "': " + g.status().message());
       e->m = std::move(*g);
       deq = Dequantize(e->m);
-      t.output_sqnr_db = OutputSqnrDb(f.data(), deq.data(), n, k, hessian->h.data());
+      t.output_sqnr_db = OutputSqnrDb(f.data(), deq.data(), n, k, h);
       t.method = "gptq";
+    }
+    if (awq && hessian != nullptr && awq->alpha.count(w.name)) {
+      t.method = gptq ? "awq+gptq" : "awq";
+      t.rtn_output_sqnr_db = awq->rtn_output_sqnr_db.at(w.name);
+      const double alpha = awq->alpha.at(w.name);
+      char what[64];
+      if (std::isnan(alpha)) std::snprintf(what, sizeof what, "awq: rows scaled for the next layer");
+      else std::snprintf(what, sizeof what, "awq alpha %.2f", alpha);
+      note += std::string(note.empty() ? "" : "; ") + what;
     }
     const std::string what = w.name + " quantized " + SchemeName(format);
     e->q = Owned(e->m.q, what);

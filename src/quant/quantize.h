@@ -49,9 +49,12 @@ std::string SchemeName(const SchemeSpec& s);  // canonical, e.g. "int4-g32", "8d
 
 // How a weight's values are chosen (the stored format is the same either way):
 //   rtn   round to nearest (no calibration);
-//   gptq  GPTQ error compensation on calibration activations (gptq.h); needs CalibrationStats.
-enum class Method { kRtn, kGptq };
-Result<Method> ParseMethod(const std::string& text);  // "rtn" | "gptq"
+//   gptq  GPTQ error compensation on calibration activations (gptq.h); needs CalibrationStats;
+//   awq   activation-aware input-channel scaling folded into the producing op, then round to
+//         nearest (awq.h); needs CalibrationStats;
+//   awq+gptq  the same scaling, then GPTQ on the scaled weights and statistics.
+enum class Method { kRtn, kGptq, kAwq, kAwqGptq };
+Result<Method> ParseMethod(const std::string& text);  // "rtn" | "gptq" | "awq" | "awq+gptq"
 const char* MethodName(Method m);
 
 struct GptqOptions {
@@ -65,6 +68,14 @@ struct GptqOptions {
   bool clip_search = true;
 };
 
+struct AwqOptions {
+  int64_t grid = 20;              // α ∈ {0, 1/grid, …, (grid − 1)/grid}
+  int64_t max_search_rows = 512;  // output rows per weight the loss is evaluated on (evenly spaced)
+  bool clip_search = true;        // int4: the range search of QuantizeInt4Groups (as stored)
+  // >= 0: this α for every foldable group instead of the search (the folds' exactness tests).
+  double fixed_alpha = -1;
+};
+
 // Per-weight input statistics from calibration (calibration_stats.h).
 struct CalibrationStats;
 
@@ -73,6 +84,7 @@ struct QuantConfig {
   // always rounded to nearest (a lookup has no input activations to compensate over).
   Method method = Method::kRtn;
   GptqOptions gptq;
+  AwqOptions awq;  // clip_search is taken from `clip_search` below
   // int4 round to nearest (every int4 tensor not chosen by GPTQ, embedding rows included):
   // choose each group's range by the search of QuantizeInt4Groups (least squared weight error)
   // instead of min/max. Off (CLI --quant-no-clip-search) reproduces the plain min/max codes.
@@ -119,7 +131,7 @@ struct QuantReport {
 
 // Rewrites `graphs` in place (all methods of one program; they must share constant sources for
 // sharing to carry over). Constants left unused by the rewrite are removed from the graphs.
-// `stats` (optional; required by Method::kGptq) adds output SQNR figures to the report; a
+// `stats` (optional; required by every method but kRtn) adds output SQNR figures to the report; a
 // linear weight with no statistics (never reached by the calibration) falls back to rtn, with
 // a note.
 Result<QuantReport> QuantizeGraphs(std::vector<graph::Graph>& graphs, const QuantConfig& config,

@@ -1,7 +1,8 @@
 // The pipeline's calibration adapter feeding the quantizer: GPTQ selected by the quantizer's
 // `method` option, its per-tensor output SQNR (RTN before → stored after) in compilation.json,
 // report.json and report.html, reuse on an unchanged re-run and a re-run when the method
-// changes; config errors for a bad method or GPTQ without calibration, before any stage runs.
+// changes; AWQ by the same option; config errors for a bad method or a calibrated method without
+// calibration, before any stage runs.
 #include <filesystem>
 
 #include "pipeline/pipeline.h"
@@ -89,23 +90,48 @@ TEST(PipelineGptq, CalibrationFeedsGptqAndTheReportCarriesOutputSqnrBeforeAndAft
   }
 }
 
+TEST(PipelineGptq, AwqMethodScalesEveryLinearTensorAndChecksItsGrid) {
+  const std::string dir = MakeTempDir("pipe-awq");
+  ConfigDoc d = GptqConfig(dir, "awq");
+  d.root["stages"]["quantization"]["quantizer"]["options"]["awq_grid"] = 0;
+  auto bad = Pipeline::FromConfig(d);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("awq_grid"), std::string::npos) << bad.status().message();
+  d.root["stages"]["quantization"]["quantizer"]["options"]["awq_grid"] = 10;
+  auto p = Pipeline::FromConfig(d);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  auto r = (*p)->Run(Quiet());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const nlohmann::json q = ReadJson(dir + "/compilation.json")["quantization"];
+  EXPECT_EQ(q["method"], "awq");
+  int awq_tensors = 0;
+  for (const auto& t : q["tensors"]) {
+    if (t["use"] != "linear") continue;
+    EXPECT_EQ(t["method"], "awq") << t.dump();
+    ASSERT_TRUE(t["rtn_output_sqnr_db"].is_number()) << t.dump();
+    ++awq_tensors;
+  }
+  EXPECT_EQ(awq_tensors, 35);
+}
+
 TEST(PipelineGptq, UnknownMethodAndGptqWithoutCalibrationFailBeforeAnyStageRuns) {
   const std::string dir = MakeTempDir("pipe-gptq-bad");
   {
-    ConfigDoc d = GptqConfig(dir + "/out", "awq");
+    ConfigDoc d = GptqConfig(dir + "/out", "smoothquant");
     auto p = Pipeline::FromConfig(d);
     ASSERT_FALSE(p.ok());
     EXPECT_NE(p.status().message().find("stages.quantization.quantizer.options.method"), std::string::npos)
         << p.status().message();
-    EXPECT_NE(p.status().message().find("awq"), std::string::npos) << p.status().message();
+    EXPECT_NE(p.status().message().find("smoothquant"), std::string::npos) << p.status().message();
   }
-  {
-    ConfigDoc d = GptqConfig(dir + "/out", "gptq");
+  for (const char* method : {"gptq", "awq", "awq+gptq"}) {
+    ConfigDoc d = GptqConfig(dir + "/out", method);
     d.root["stages"]["quantization"].erase("calibration");
     auto p = Pipeline::FromConfig(d);
-    ASSERT_FALSE(p.ok());
+    ASSERT_FALSE(p.ok()) << method;
     EXPECT_NE(p.status().message().find("stages.quantization.calibration"), std::string::npos) << p.status().message();
-    EXPECT_NE(p.status().message().find("gptq"), std::string::npos) << p.status().message();
+    EXPECT_NE(p.status().message().find(std::string("(method ") + method + ")"), std::string::npos)
+        << p.status().message();
   }
   EXPECT_FALSE(fs::exists(dir + "/out"));
 }
