@@ -382,8 +382,10 @@ uint64_t StreamQ4Tiles(const uint8_t* w, const float* scales, size_t K, size_t n
 }
 
 // The memory side of BM_DecodeLayersQ4G32: the same buffer, products, thread split, tile order
-// and prefetches, without the arithmetic (StreamQ4Tiles). Arg: threads. The two in one run give
-// how far the kernel's arithmetic keeps it from what this access pattern can stream.
+// and prefetches, without the arithmetic (StreamQ4Tiles). Arg: threads. Meant as the bound the
+// kernel's arithmetic keeps it from, it is not one: with float scales the kernel reads faster
+// (twenty-fifth session: 1 thread 21–22 ms against 28–33 ms; eight sinks instead of one were
+// slower still, 47 ms), so the scalar walk measures its own loop, not the memory.
 void BM_DecodeLayersStreamQ4G32(benchmark::State& state) {
   const DecodeLayerProducts layers;
   const HugePageCopy<uint8_t> data(layers.Data());
