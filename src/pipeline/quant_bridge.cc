@@ -19,13 +19,7 @@ class QuantSchemeQuantizer final : public Quantizer {
     nlohmann::json j = {{"scheme", quant::SchemeName(config_.linear)}, {"embeddings", quant::SchemeName(config_.embeddings)},
                         {"quantize_lm_head", config_.quantize_lm_head}, {"overrides", override_texts_},
                         {"method", quant::MethodName(config_.method)}, {"clip_search", config_.clip_search}};
-    if (config_.method == quant::Method::kGptq || config_.method == quant::Method::kAwqGptq) {
-      j["gptq"] = {{"percdamp", config_.gptq.percdamp}, {"block_size", config_.gptq.block_size},
-                   {"act_order", config_.gptq.act_order}, {"clip_search", config_.gptq.clip_search}};
-    }
-    if (config_.method == quant::Method::kAwq || config_.method == quant::Method::kAwqGptq) {
-      j["awq"] = {{"grid", config_.awq.grid}, {"max_search_rows", config_.awq.max_search_rows}};
-    }
+    j.update(quant::MethodOptionsJson(config_));
     return j;
   }
   bool NeedsCalibration() const override { return config_.method != quant::Method::kRtn; }

@@ -199,11 +199,7 @@ class WorkingCopies {
   Result<std::vector<float>*> Get(const std::string& name) {
     auto it = data_.find(name);
     if (it != data_.end()) return &it->second;
-    const Value& v = values_.at(name);
-    SLM_ASSIGN_OR_RETURN(int64_t n, CheckedNumElements(v.shape));
-    std::vector<float> data(static_cast<size_t>(n));
-    Status s = v.source->Read(reinterpret_cast<uint8_t*>(data.data()), uint64_t(n) * 4);
-    if (!s.ok()) return Status(s.code(), "awq: reading '" + name + "': " + s.message());
+    SLM_ASSIGN_OR_RETURN(std::vector<float> data, ReadF32Constant(values_.at(name)));
     return &data_.emplace(name, std::move(data)).first->second;
   }
   // Replaces the sources of every changed constant in every graph.
@@ -225,14 +221,7 @@ class WorkingCopies {
 
 // Dequantized values of w [n, k] in `spec` (kNone: w itself).
 std::vector<float> RoundTrip(const std::vector<float>& w, int64_t n, int64_t k, const SchemeSpec& spec, bool clip_search) {
-  switch (spec.scheme) {
-    case Scheme::kNone: return w;
-    case Scheme::kInt8:
-    case Scheme::k8da8w: return Dequantize(QuantizeInt8PerChannel(w.data(), n, k));
-    case Scheme::kInt4:
-    case Scheme::k8da4w: return Dequantize(QuantizeInt4Groups(w.data(), n, k, spec.group, spec.asymmetric, clip_search));
-  }
-  return w;
+  return spec.scheme == Scheme::kNone ? w : Dequantize(QuantizeMatrix(w.data(), n, k, spec, clip_search));
 }
 
 // The mean |x_j| per input channel (from Σ|x|, or √(H_jj / rows) without it), floored at 1e-3

@@ -12,13 +12,7 @@ void RecordQuantization(const QuantReport& report, const QuantConfig& config,
   q["lm_head"] = config.quantize_lm_head ? SchemeName(config.linear) : "none";
   q["method"] = MethodName(config.method);
   q["clip_search"] = config.clip_search;  // int4 round to nearest: searched group ranges
-  if (config.method == Method::kGptq || config.method == Method::kAwqGptq) {
-    q["gptq"] = {{"percdamp", config.gptq.percdamp}, {"block_size", config.gptq.block_size},
-                 {"act_order", config.gptq.act_order}, {"clip_search", config.gptq.clip_search}};
-  }
-  if (config.method == Method::kAwq || config.method == Method::kAwqGptq) {
-    q["awq"] = {{"grid", config.awq.grid}, {"max_search_rows", config.awq.max_search_rows}};
-  }
+  q.update(MethodOptionsJson(config));
   prepared.metadata.model["quantization"] = std::move(q);
   if (!report.tensors.empty()) prepared.metadata.model["weights_dtype"] = SchemeName(config.linear);
 }

@@ -66,14 +66,6 @@ struct Entry {
   bool gptq = false;  // values chosen by GPTQ (named apart from an RTN copy of the same weight)
 };
 
-Result<std::vector<float>> ReadF32(const Value& v) {
-  SLM_ASSIGN_OR_RETURN(int64_t n, CheckedNumElements(v.shape));
-  std::vector<float> data(static_cast<size_t>(n));
-  Status s = v.source->Read(reinterpret_cast<uint8_t*>(data.data()), uint64_t(n) * 4);
-  if (!s.ok()) return Status(s.code(), "quantization: reading '" + v.name + "': " + s.message());
-  return data;
-}
-
 // Drops constants no op or signature references, renumbering value ids.
 void RemoveUnusedConstants(Graph& g) {
   std::vector<bool> used(g.values.size(), false);
@@ -153,6 +145,18 @@ const char* MethodName(Method m) {
   return "?";
 }
 
+nlohmann::json MethodOptionsJson(const QuantConfig& config) {
+  nlohmann::json j = nlohmann::json::object();
+  if (UsesGptqValues(config.method)) {
+    j["gptq"] = {{"percdamp", config.gptq.percdamp}, {"block_size", config.gptq.block_size},
+                 {"act_order", config.gptq.act_order}, {"clip_search", config.gptq.clip_search}};
+  }
+  if (UsesAwqScaling(config.method)) {
+    j["awq"] = {{"grid", config.awq.grid}, {"max_search_rows", config.awq.max_search_rows}};
+  }
+  return j;
+}
+
 std::string SchemeName(const SchemeSpec& s) {
   switch (s.scheme) {
     case Scheme::kNone: return "none";
@@ -226,6 +230,19 @@ QuantizedMatrix QuantizeInt4Groups(const float* w, int64_t n, int64_t k, int64_t
     }
   });
   return m;
+}
+
+QuantizedMatrix QuantizeMatrix(const float* w, int64_t n, int64_t k, const SchemeSpec& spec, bool search_range) {
+  return IsInt4(spec.scheme) ? QuantizeInt4Groups(w, n, k, spec.group, spec.asymmetric, search_range)
+                             : QuantizeInt8PerChannel(w, n, k);
+}
+
+Result<std::vector<float>> ReadF32Constant(const Value& v) {
+  SLM_ASSIGN_OR_RETURN(int64_t n, CheckedNumElements(v.shape));
+  std::vector<float> data(static_cast<size_t>(n));
+  Status s = v.source->Read(reinterpret_cast<uint8_t*>(data.data()), uint64_t(n) * 4);
+  if (!s.ok()) return Status(s.code(), "quantization: reading '" + v.name + "': " + s.message());
+  return data;
 }
 
 std::vector<float> Dequantize(const QuantizedMatrix& m) {
@@ -337,9 +354,8 @@ Result<QuantReport> QuantizeGraphs(std::vector<graph::Graph>& graphs, const Quan
   // AWQ rescales the f32 weights (and the ops feeding them) first; everything below then sees
   // the scaled model (and, per weight, the statistics of its scaled input).
   std::optional<AwqResult> awq;
-  const bool awq_scaling = config.method == Method::kAwq || config.method == Method::kAwqGptq;
-  const bool gptq_values = config.method == Method::kGptq || config.method == Method::kAwqGptq;
-  if (awq_scaling) {
+  const bool gptq_values = UsesGptqValues(config.method);
+  if (UsesAwqScaling(config.method)) {
     AwqOptions options = config.awq;
     options.clip_search = config.clip_search;
     auto scheme_of = [&](const Value& w) {
@@ -370,12 +386,11 @@ Result<QuantReport> QuantizeGraphs(std::vector<graph::Graph>& graphs, const Quan
     const std::string key = w.name + "|" + ShapeToString(w.shape) + "|" + SchemeName(format) + (gptq ? "|gptq" : "");
     auto it = entries.find(key);
     if (it != entries.end()) return it->second.get();
-    SLM_ASSIGN_OR_RETURN(std::vector<float> f, ReadF32(w));
+    SLM_ASSIGN_OR_RETURN(std::vector<float> f, ReadF32Constant(w));
     auto e = std::make_unique<Entry>();
     e->spec = format;
     e->gptq = gptq;
-    e->m = IsInt4(spec.scheme) ? QuantizeInt4Groups(f.data(), n, k, spec.group, spec.asymmetric, config.clip_search)
-                               : QuantizeInt8PerChannel(f.data(), n, k);
+    e->m = QuantizeMatrix(f.data(), n, k, spec, config.clip_search);
     std::vector<float> deq = Dequantize(e->m);
     // The statistics of this weight's input as the (AWQ-scaled) model sees it.
     std::vector<double> scaled_h;

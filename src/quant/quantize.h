@@ -55,6 +55,8 @@ std::string SchemeName(const SchemeSpec& s);  // canonical, e.g. "int4-g32", "8d
 //   awq+gptq  the same scaling, then GPTQ on the scaled weights and statistics.
 enum class Method { kRtn, kGptq, kAwq, kAwqGptq };
 Result<Method> ParseMethod(const std::string& text);  // "rtn" | "gptq" | "awq" | "awq+gptq"
+inline bool UsesAwqScaling(Method m) { return m == Method::kAwq || m == Method::kAwqGptq; }
+inline bool UsesGptqValues(Method m) { return m == Method::kGptq || m == Method::kAwqGptq; }
 const char* MethodName(Method m);
 
 struct GptqOptions {
@@ -100,6 +102,10 @@ struct QuantConfig {
   // is a glob (fnmatch: *, ?, [...]) or, prefixed with "re:", an ECMAScript regex (full match).
   std::vector<std::pair<std::string, SchemeSpec>> overrides;
 };
+
+// The options of the config's method, as recorded in the artifact metadata and the pipeline
+// fingerprint: {"gptq": {...}} and / or {"awq": {...}}, or {} for rtn.
+nlohmann::json MethodOptionsJson(const QuantConfig& config);
 
 // Parses "pattern=scheme" (the CLI's --quant-override).
 Result<std::pair<std::string, SchemeSpec>> ParseOverride(const std::string& text);
@@ -153,6 +159,10 @@ QuantizedMatrix QuantizeInt8PerChannel(const float* w, int64_t n, int64_t k);
 // (detail::Int4GroupParams).
 QuantizedMatrix QuantizeInt4Groups(const float* w, int64_t n, int64_t k, int64_t group,
                                    bool asymmetric, bool search_range = true);
+// w in the weight format of `spec`: int4 groups (int4 / 8da4w) or int8 per channel (int8 / 8da8w).
+QuantizedMatrix QuantizeMatrix(const float* w, int64_t n, int64_t k, const SchemeSpec& spec, bool search_range);
+// The values of an f32 constant, read from its source; errors name it.
+Result<std::vector<float>> ReadF32Constant(const graph::Value& v);
 // Dequantized [N, K] float32.
 std::vector<float> Dequantize(const QuantizedMatrix& m);
 // 10·log10(Σ ref² / Σ (ref - got)²); +inf when equal.

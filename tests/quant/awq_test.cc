@@ -15,6 +15,7 @@
 #include "quant/awq.h"
 #include "quant/calibration_stats.h"
 #include "quant/compile_quantized.h"
+#include "quant/held_out_quality.h"
 
 namespace slm::testing {
 namespace {
@@ -199,27 +200,10 @@ TEST(AwqTest, MethodAwqWithoutCalibrationIsAnErrorNamingIt) {
   EXPECT_FALSE(quant::ParseMethod("awqq").ok());
 }
 
-// Calibrate on the first half of the sample, measure on the second (as the GPTQ test does).
-struct Quality {
-  double ppl = NAN, logits_sqnr_db = NAN, top1 = NAN;
-};
-
-Quality HeldOut(const std::string& artifact, const std::string& reference, const std::string& text) {
-  Quality q;
-  auto cand = llm::Runner::Load(artifact);
-  auto ref = llm::Runner::Load(reference);
-  EXPECT_TRUE(cand.ok() && ref.ok());
-  if (!cand.ok() || !ref.ok()) return q;
-  auto ids = (*cand)->Encode(text);
-  EXPECT_TRUE(ids.ok());
-  if (!ids.ok()) return q;
-  auto p = llm::Perplexity((*cand)->session(), *ids, {});
-  EXPECT_TRUE(p.ok()) << p.status().ToString();
-  if (p.ok()) q.ppl = p->perplexity;
-  auto c = llm::CompareLogits((*cand)->session(), (*ref)->session(), std::span<const int32_t>(*ids).first(std::min<size_t>(ids->size(), 250)));
-  EXPECT_TRUE(c.ok()) << c.status().ToString();
-  if (c.ok()) q.logits_sqnr_db = c->logits_sqnr_db, q.top1 = c->top1_agreement;
-  return q;
+// Calibrate on the first half of the sample, measure on the second (as the GPTQ test does): the
+// whole half's perplexity, logits over its first 250 tokens.
+HeldOutQuality HeldOut(const std::string& artifact, const std::string& reference, const std::string& text) {
+  return MeasureHeldOut(artifact, reference, text, 0, 250);
 }
 
 TEST(AwqModelTest, Stories260K8da4wG32AwqTracksF32BetterThanRtnOnHeldOutText) {
@@ -258,10 +242,10 @@ TEST(AwqModelTest, Stories260K8da4wG32AwqTracksF32BetterThanRtnOnHeldOutText) {
     scaled += t.note.find("awq alpha 0.00") == std::string::npos;
   }
   EXPECT_GT(scaled, 0);
-  const Quality f32 = HeldOut(dir + "/f32.slm", dir + "/f32.slm", eval);
-  const Quality rtn = HeldOut(dir + "/rtn.slm", dir + "/f32.slm", eval);
-  const Quality scaled_q = HeldOut(dir + "/awq.slm", dir + "/f32.slm", eval);
-  const Quality both_q = HeldOut(dir + "/awq-gptq.slm", dir + "/f32.slm", eval);
+  const HeldOutQuality f32 = HeldOut(dir + "/f32.slm", dir + "/f32.slm", eval);
+  const HeldOutQuality rtn = HeldOut(dir + "/rtn.slm", dir + "/f32.slm", eval);
+  const HeldOutQuality scaled_q = HeldOut(dir + "/awq.slm", dir + "/f32.slm", eval);
+  const HeldOutQuality both_q = HeldOut(dir + "/awq-gptq.slm", dir + "/f32.slm", eval);
   std::printf("[ AWQ ] stories260K 8da4w-g32, held-out half: ppl f32 %.4f | rtn %.4f (%+.2f%%) logits SQNR %.2f dB "
               "top-1 %.1f%% | awq %.4f (%+.2f%%) %.2f dB %.1f%% | awq+gptq %.4f (%+.2f%%) %.2f dB %.1f%%\n",
               f32.ppl, rtn.ppl, 100 * (rtn.ppl / f32.ppl - 1), rtn.logits_sqnr_db, 100 * rtn.top1, scaled_q.ppl,

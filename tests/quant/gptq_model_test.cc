@@ -15,6 +15,7 @@
 #include "model/compiler.h"
 #include "quant/calibration_stats.h"
 #include "quant/compile_quantized.h"
+#include "quant/held_out_quality.h"
 
 namespace slm::testing {
 namespace {
@@ -69,33 +70,10 @@ TEST(CalibrationStatsTest, EveryLinearWeightOfStories260KGetsStatisticsSharedBet
   EXPECT_EQ(skipped->Find("model.layers.0.self_attn.q_proj.weight")->rows, 16);
 }
 
-// Held-out quality of one artifact against the f32 one, on the first 128 tokens of the
-// evaluation half (one window: fast, and the same tokens for every artifact).
-struct HeldOutQuality {
-  double ppl = NAN, logits_sqnr_db = NAN, top1 = NAN;
-};
-
-HeldOutQuality MeasureHeldOut(const std::string& artifact, const std::string& reference,
-                              const std::string& text) {
-  HeldOutQuality q;
-  auto cand = llm::Runner::Load(artifact);
-  auto ref = llm::Runner::Load(reference);
-  EXPECT_TRUE(cand.ok() && ref.ok());
-  if (!cand.ok() || !ref.ok()) return q;
-  auto ids = (*cand)->Encode(text);
-  EXPECT_TRUE(ids.ok());
-  if (!ids.ok()) return q;
-  if (ids->size() > 128) ids->resize(128);
-  llm::PerplexityOptions po;
-  po.window = int64_t(ids->size());
-  po.stride = po.window;
-  auto p = llm::Perplexity((*cand)->session(), *ids, po);
-  EXPECT_TRUE(p.ok()) << p.status().ToString();
-  if (p.ok()) q.ppl = p->perplexity;
-  auto c = llm::CompareLogits((*cand)->session(), (*ref)->session(), *ids);
-  EXPECT_TRUE(c.ok()) << c.status().ToString();
-  if (c.ok()) q.logits_sqnr_db = c->logits_sqnr_db, q.top1 = c->top1_agreement;
-  return q;
+// Held-out quality against the f32 artifact on the first 128 tokens of the evaluation half (one
+// window: fast, and the same tokens for every artifact).
+HeldOutQuality MeasureHeldOut(const std::string& artifact, const std::string& reference, const std::string& text) {
+  return slm::testing::MeasureHeldOut(artifact, reference, text, 128, 128);
 }
 
 struct Comparison {
