@@ -160,8 +160,9 @@ TEST(AwqTest, LossOnRankDeficientStatisticsEqualsTheFullHessianForm) {
     const graph::Graph& g = prepared->graphs[0];
     const graph::Value& v = g.values[size_t(g.FindValue(std::string("model.layers.0.self_attn.") + name + ".weight"))];
     const int64_t n = v.shape[0], k = v.shape[1];
-    std::vector<float> w(size_t(n * k));
-    ASSERT_TRUE(v.source->Read(reinterpret_cast<uint8_t*>(w.data()), w.size() * 4).ok());
+    auto read = quant::ReadF32Constant(v);
+    ASSERT_TRUE(read.ok()) << read.status().ToString();
+    const std::vector<float>& w = *read;
     const std::vector<float> deq = quant::Dequantize(quant::QuantizeInt4Groups(w.data(), n, k, 32, false));
     for (int64_t r = 0; r < n; ++r) {
       for (int64_t a = 0; a < k; ++a) {

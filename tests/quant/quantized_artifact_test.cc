@@ -144,8 +144,10 @@ std::string FakeQuantizedF32Artifact(const std::string& dir, const quant::Scheme
       auto it = replaced.find(w.name);
       if (it == replaced.end()) {
         const int64_t n = w.shape[0], k = w.shape[1];
-        std::vector<float> f(static_cast<size_t>(n * k));
-        EXPECT_TRUE(w.source->Read(reinterpret_cast<uint8_t*>(f.data()), f.size() * 4).ok());
+        auto read = quant::ReadF32Constant(w);
+        EXPECT_TRUE(read.ok()) << read.status().ToString();
+        if (!read.ok()) return "";
+        const std::vector<float>& f = *read;
         const bool int4 = spec.scheme == quant::Scheme::kInt4 && k % spec.group == 0;
         const quant::QuantizedMatrix m = int4 ? quant::QuantizeInt4Groups(f.data(), n, k, spec.group, spec.asymmetric)
                                               : quant::QuantizeInt8PerChannel(f.data(), n, k);
