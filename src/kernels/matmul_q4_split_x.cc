@@ -114,7 +114,6 @@ SLM_VNNI_TARGET inline void Q4SplitXTile(const float* x, const int8_t* parts, co
                                          const float* scales, const float* offsets, size_t K,
                                          size_t G, const float* bias, float* y) {
   const size_t row_bytes = K / 2, groups = K / G, chunks = K / kChunk;
-  const __m512i nibble = _mm512_set1_epi8(0x0F);
   __m512 acc[kN];
   for (size_t r = 0; r < kN; ++r) acc[r] = _mm512_setzero_ps();
   vnni::Q4ChunkScaleIndex<kScales> s(G);
@@ -134,9 +133,8 @@ SLM_VNNI_TARGET inline void Q4SplitXTile(const float* x, const int8_t* parts, co
 #pragma GCC unroll 16
     for (size_t r = 0; r < kN; ++r, wc += row_bytes, sc += groups) {
       PrefetchDecodeLine(wc + ahead);
-      const __m512i v = _mm512_loadu_si512(wc);
-      const __m512i lo = _mm512_and_si512(v, nibble);
-      const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
+      __m512i lo, hi;
+      vnni::LoadNibbles(wc, lo, hi);
       __m512i d = vnni::Dpbusd(vnni::Dpbusd(_mm512_setzero_si512(), lo, x1l), hi, x1h);
       d = vnni::Dpbusd(vnni::Dpbusd(_mm512_slli_epi32(d, 7), lo, x2l), hi, x2h);
       d = vnni::Dpbusd(vnni::Dpbusd(_mm512_slli_epi32(d, 7), lo, x3l), hi, x3h);

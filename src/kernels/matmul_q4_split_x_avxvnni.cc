@@ -118,7 +118,6 @@ SLM_AVXVNNI_TARGET inline void Tile(const float* x, const int8_t* parts, const i
                                     const float* scales, const float* offsets, size_t K, size_t G,
                                     const float* bias, float* y) {
   const size_t row_bytes = K / 2, groups = K / G, steps = K / kStep, scale_lines = (groups + 15) / 16;
-  const __m256i nibble = _mm256_set1_epi8(0x0F);
   __m256 acc[kN];
   for (size_t r = 0; r < kN; ++r) acc[r] = _mm256_setzero_ps();
   // The step's first scale index (2t with G = 32, else t / (G / 64)), stepped without a division.
@@ -147,9 +146,8 @@ SLM_AVXVNNI_TARGET inline void Tile(const float* x, const int8_t* parts, const i
     }
 #pragma GCC unroll 8
     for (size_t r = 0; r < kN; ++r, wt += row_bytes, sc += groups) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wt));
-      const __m256i lo = _mm256_and_si256(v, nibble);
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+      __m256i lo, hi;
+      vnni::LoadNibbles256(wt, lo, hi);
       __m256i d = Dpbusd256(Dpbusd256(_mm256_setzero_si256(), lo, x1l), hi, x1h);
       d = Dpbusd256(Dpbusd256(_mm256_slli_epi32(d, 7), lo, x2l), hi, x2h);
       d = Dpbusd256(Dpbusd256(_mm256_slli_epi32(d, 7), lo, x3l), hi, x3h);

@@ -145,7 +145,6 @@ SLM_AVXVNNI_TARGET inline void Q4Tile(const int8_t* xp, float xscale, const int3
   constexpr int kSetCols = kN < 4 ? kN : 4;
   const size_t groups = K / G, row_bytes = K / 2, steps = K / 64, scale_lines = (groups + 15) / 16;
   const size_t steps_per_group = kG == Q4Groups::kMulti ? G / 64 : 1;
-  const __m256i nibble = _mm256_set1_epi8(0x0F);
   __m128 acc[kSets];
   __m128i pending[kSets];  // kMulti: the current group's dots over its steps
   #pragma GCC unroll 2
@@ -221,8 +220,8 @@ SLM_AVXVNNI_TARGET inline void Q4Tile(const int8_t* xp, float xscale, const int3
           dots[j] = _mm256_setzero_si256();
           continue;
         }
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + (4 * s + j) * row_bytes + 32 * t));
-        const __m256i lo = _mm256_and_si256(v, nibble), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+        __m256i lo, hi;
+        vnni::LoadNibbles256(w + (4 * s + j) * row_bytes + 32 * t, lo, hi);
         dots[j] = Dpbusd256(Dpbusd256(_mm256_setzero_si256(), lo, xl), hi, xh);
       }
       const __m256i M = BlockSums4(dots[0], dots[1], dots[2], dots[3]);  // half b: block 2t + b

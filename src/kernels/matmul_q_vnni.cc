@@ -169,7 +169,6 @@ SLM_VNNI_TARGET inline void Q4Tile(const int8_t* xp, const float* xscale, const 
   constexpr int kSets = kR == 4 ? kN : (kN + 3) / 4;
   constexpr int kSetCols = kR == 4 ? 1 : (kN < 4 ? kN : 4);
   const size_t groups = K / G, row_bytes = K / 2, chunks = K / 128, scale_lines = (groups + 15) / 16;
-  const __m512i nibble = _mm512_set1_epi8(0x0F);
   __m128 acc[kSets];
   __m512i pending[kSets];  // G >= 128: a group's block sums over its chunks
   #pragma GCC unroll 8
@@ -274,9 +273,7 @@ SLM_VNNI_TARGET inline void Q4Tile(const int8_t* xp, const float* xscale, const 
         PrefetchDecodeLine(scales + (n + kN) * groups + 16 * c);
         if (offsets != nullptr) PrefetchDecodeLine(offsets + (n + kN) * groups + 16 * c);
       }
-      const __m512i v = _mm512_loadu_si512(wc);
-      lo[n] = _mm512_and_si512(v, nibble);
-      hi[n] = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
+      vnni::LoadNibbles(wc, lo[n], hi[n]);
     }
     __m512i t[kR][kN];
     #pragma GCC unroll 8

@@ -66,6 +66,28 @@ SLM_AVXVNNI_TARGET inline __m256i Dpbusd256(__m256i acc, __m256i a, __m256i b) {
   return _mm256_dpbusd_avx_epi32(acc, a, b);
 #endif
 }
+// The low and high nibbles (each 0..15 in a byte) of 64 packed Q4 bytes. The empty asm keeps the
+// loaded vector in a register: from a plain load GCC 12 folded it into both uses as memory
+// operands and, inside the unrolled decode tiles, stored it to the stack and read it back twice
+// per weight row (three memory operations more per 64 bytes of weights). Measured on Zen 5
+// (docs/benchmarks.md, twenty-ninth session): BM_MatMulQ4G32 in L2 ~+3%, within the VM's noise,
+// because the split-x tile is bound by its vpdpbusd / FMA ports; with two x parts instead of
+// three the same fix was worth +35%, so the round trip would bind any lighter tile.
+SLM_VNNI_TARGET inline void LoadNibbles(const void* p, __m512i& lo, __m512i& hi) {
+  __m512i v = _mm512_loadu_si512(p);
+  __asm__("" : "+v"(v));
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  lo = _mm512_and_si512(v, nibble);
+  hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
+}
+// The same for 32 packed bytes (the AVX-VNNI bodies).
+SLM_AVX2_TARGET inline void LoadNibbles256(const void* p, __m256i& lo, __m256i& hi) {
+  __m256i v = _mm256_loadu_si256(static_cast<const __m256i*>(p));
+  __asm__("" : "+x"(v));
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  lo = _mm256_and_si256(v, nibble);
+  hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+}
 SLM_AVX2_TARGET inline int32_t ReduceAdd256(__m256i v) {
   __m128i q = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
   q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(1, 0, 3, 2)));
