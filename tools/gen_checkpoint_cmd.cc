@@ -1,15 +1,17 @@
 // gen-checkpoint: a random-weight Llama checkpoint of given shapes (config.json +
 // model.safetensors, no tokenizer), so anyone can reproduce the benchmark figures
-// (docs/benchmarks.md). Weights ~ N(0, 0.02), norms 1; written tensor by tensor.
+// (docs/benchmarks.md). Weights ~ N(0, 0.02), norms 1; written tensor by tensor. Both files are
+// written atomically, model.safetensors first: an interrupted run leaves no config.json beside a
+// truncated weights file that a later compile would trip over.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <random>
 
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.h"
 #include "tools/commands.h"
 
 namespace slm::cli {
@@ -69,23 +71,14 @@ Action AddGenCheckpoint(CLI::App& app) {
     }
     if (x.kv_heads == 0) x.kv_heads = x.heads;
     if (x.ffn == 0) x.ffn = (x.dim * 8 / 3 + 255) / 256 * 256;
-    if (x.dim <= 0 || x.layers <= 0 || x.heads <= 0 || x.vocab <= 0 || x.dim % x.heads || x.heads % x.kv_heads) {
+    if (x.dim <= 0 || x.layers <= 0 || x.heads <= 0 || x.kv_heads <= 0 || x.ffn <= 0 || x.vocab <= 0 ||
+        x.max_pos <= 0 || x.dim % x.heads || x.heads % x.kv_heads) {
       return Fail(InvalidArgument("gen-checkpoint: need positive sizes, --dim divisible by --heads and --heads by --kv-heads"));
     }
     const int64_t hd = x.dim / x.heads;
     std::error_code ec;
     std::filesystem::create_directories(x.out, ec);
     if (ec) return Fail(InvalidArgument("gen-checkpoint: cannot create " + x.out + ": " + ec.message()));
-
-    nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"},
-                             {"hidden_size", x.dim}, {"intermediate_size", x.ffn},
-                             {"num_hidden_layers", x.layers}, {"num_attention_heads", x.heads},
-                             {"num_key_value_heads", x.kv_heads}, {"vocab_size", x.vocab},
-                             {"max_position_embeddings", x.max_pos}, {"rms_norm_eps", 1e-5},
-                             {"rope_theta", 10000.0}, {"hidden_act", "silu"},
-                             {"tie_word_embeddings", x.tie}, {"bos_token_id", 1}, {"eos_token_id", 2},
-                             {"torch_dtype", x.dtype == "bf16" ? "bfloat16" : "float32"}};
-    std::ofstream(x.out + "/config.json") << config.dump(2) << "\n";
 
     std::vector<Tensor> tensors = {{"model.embed_tokens.weight", {x.vocab, x.dim}}};
     for (int64_t i = 0; i < x.layers; ++i) {
@@ -114,16 +107,19 @@ Action AddGenCheckpoint(CLI::App& app) {
     }
     std::string h = header.dump();
     while ((h.size() + 8) % 8) h += ' ';
-    std::ofstream f(x.out + "/model.safetensors", std::ios::binary);
+    Result<AtomicFileWriter> file = AtomicFileWriter::Create(x.out + "/model.safetensors");
+    if (!file.ok()) return Fail(WithContext("gen-checkpoint", file.status()));
+    AtomicFileWriter& f = *file;
     const uint64_t hl = h.size();
     uint8_t le[8];
     for (int i = 0; i < 8; ++i) le[i] = uint8_t(hl >> (8 * i));
-    f.write(reinterpret_cast<const char*>(le), 8);
-    f.write(h.data(), std::streamsize(h.size()));
+    Status written = f.Write(le, 8);
+    if (written.ok()) written = f.Write(h.data(), h.size());
     std::mt19937 rng(x.seed);
     std::normal_distribution<float> dist(0.0f, 0.02f);
     std::vector<uint8_t> buf;
     for (const Tensor& t : tensors) {
+      if (!written.ok()) break;
       uint64_t n = 1;
       for (int64_t d : t.shape) n *= uint64_t(d);
       buf.resize(n * esize);
@@ -136,9 +132,22 @@ Action AddGenCheckpoint(CLI::App& app) {
           std::memcpy(buf.data() + 4 * i, &v, 4);
         }
       }
-      f.write(reinterpret_cast<const char*>(buf.data()), std::streamsize(buf.size()));
+      written = f.Write(buf.data(), buf.size());
     }
-    if (!f) return Fail(InvalidArgument("gen-checkpoint: writing " + x.out + "/model.safetensors failed"));
+    if (written.ok()) written = f.Commit();
+    if (!written.ok()) return Fail(WithContext("gen-checkpoint", written));
+
+    nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"},
+                             {"hidden_size", x.dim}, {"intermediate_size", x.ffn},
+                             {"num_hidden_layers", x.layers}, {"num_attention_heads", x.heads},
+                             {"num_key_value_heads", x.kv_heads}, {"vocab_size", x.vocab},
+                             {"max_position_embeddings", x.max_pos}, {"rms_norm_eps", 1e-5},
+                             {"rope_theta", 10000.0}, {"hidden_act", "silu"},
+                             {"tie_word_embeddings", x.tie}, {"bos_token_id", 1}, {"eos_token_id", 2},
+                             {"torch_dtype", x.dtype == "bf16" ? "bfloat16" : "float32"}};
+    if (Status s = WriteFileAtomically(x.out + "/config.json", config.dump(2) + "\n"); !s.ok()) {
+      return Fail(WithContext("gen-checkpoint", s));
+    }
     std::fprintf(stderr, "wrote %s: %.1f M parameters (%s)\n", x.out.c_str(), double(offset / esize) / 1e6, x.dtype.c_str());
     return 0;
   };
