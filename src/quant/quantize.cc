@@ -39,6 +39,9 @@ Scheme WeightOnly(Scheme s) {
 // int4 → int8 in the same activation mode, for tensors whose K the group does not divide.
 Scheme Int8Variant(Scheme s) { return IsDynamic(s) ? Scheme::k8da8w : Scheme::kInt8; }
 
+// The name overrides may use for the lm_head whatever its constant is called (tied checkpoints).
+constexpr char kLmHeadName[] = "lm_head.weight";
+
 bool Matches(const std::string& pattern, const std::string& name) {
   if (pattern.rfind("re:", 0) == 0) {
     try {
@@ -329,10 +332,17 @@ Result<QuantReport> QuantizeGraphs(std::vector<graph::Graph>& graphs, const Quan
   QuantReport report;
   std::map<std::string, std::unique_ptr<Entry>> entries;  // by "name|shape|scheme"
 
-  // Resolves the scheme of one use of a weight; kNone = leave it.
+  // Resolves the scheme of one use of a weight; kNone = leave it. The lm_head answers to
+  // "lm_head.weight" too: when it is tied to the embedding table its constant carries the table's
+  // name, and a user naming the lm_head should not have to know that.
+  std::vector<bool> override_used(config.overrides.size(), false);
   auto choose = [&](const std::string& name, const std::string& use) {
-    for (const auto& [pattern, spec] : config.overrides) {
-      if (Matches(pattern, name)) return spec;
+    for (size_t i = 0; i < config.overrides.size(); ++i) {
+      const std::string& pattern = config.overrides[i].first;
+      if (Matches(pattern, name) || (use == "lm_head" && Matches(pattern, kLmHeadName))) {
+        override_used[i] = true;
+        return config.overrides[i].second;
+      }
     }
     if (use == "embedding") return config.embeddings;
     if (use == "lm_head") return config.quantize_lm_head ? config.linear : SchemeSpec{};
@@ -498,6 +508,18 @@ Result<QuantReport> QuantizeGraphs(std::vector<graph::Graph>& graphs, const Quan
     RemoveUnusedConstants(g);
     Status s = g.Validate();
     if (!s.ok()) return Internal("quantization broke method '" + g.name + "': " + s.message());
+  }
+  // A pattern that chose nothing is a typo or a name from another model: silently keeping the
+  // default scheme would ship an artifact other than the one asked for.
+  for (size_t i = 0; i < config.overrides.size(); ++i) {
+    if (!override_used[i]) {
+      return InvalidArgument("quantization override '" + config.overrides[i].first + "=" +
+                             SchemeName(config.overrides[i].second) +
+                             "' matches no weight of the model (or an earlier override took every weight it "
+                             "matches); patterns match checkpoint tensor names, e.g. "
+                             "'model.layers.0.mlp.down_proj.weight', and '" + std::string(kLmHeadName) +
+                             "' for the lm_head");
+    }
   }
   return report;
 }

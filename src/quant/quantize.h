@@ -100,6 +100,8 @@ struct QuantConfig {
   // (pattern, scheme): first match wins over the rules above; matched against the weight's
   // constant name (the HF tensor name, e.g. "model.layers.3.mlp.down_proj.weight"). A pattern
   // is a glob (fnmatch: *, ?, [...]) or, prefixed with "re:", an ECMAScript regex (full match).
+  // The lm_head also matches as "lm_head.weight" when tied (its constant is the embedding
+  // table's). QuantizeGraphs fails with InvalidArgument naming a pattern that chose no weight.
   std::vector<std::pair<std::string, SchemeSpec>> overrides;
 };
 

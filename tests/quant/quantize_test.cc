@@ -288,6 +288,37 @@ TEST(QuantizeGraphsTest, OverridesWinAndInt4FallsBackToInt8WhenTheGroupDoesNotDi
   EXPECT_NE(report->tensors[0].note.find("K=48"), std::string::npos);
 }
 
+TEST(QuantizeGraphsTest, LmHeadWeightOverrideReachesATiedLmHead) {
+  const int64_t k = 64;  // TinyGraph's lm_head is the embedding table ("embed.weight")
+  std::vector<Graph> graphs = {TinyGraph(k, Random(size_t(k * k), 2), Random(size_t(16 * k), 3))};
+  QuantConfig cfg;
+  cfg.linear = *ParseScheme("int4-g32");
+  cfg.overrides.push_back(*ParseOverride("lm_head.weight=int8"));
+  auto report = QuantizeGraphs(graphs, cfg);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  const Graph& g = graphs[0];
+  EXPECT_EQ(g.ops[0].kind, OpKind::kEmbedding);  // the lookup keeps the f32 table
+  EXPECT_EQ(g.ops[2].kind, OpKind::kMatMulQ);
+  EXPECT_EQ(g.ops[2].ints, (std::vector<int64_t>{8, 0, 0, 0}));
+}
+
+TEST(QuantizeGraphsTest, AnOverrideThatChoosesNoWeightIsRefusedNamingIt) {
+  const int64_t k = 64;
+  for (const char* unused : {"*.down_proj.weight=int8", "layers.0.q_proj.weight=int4"}) {
+    std::vector<Graph> graphs = {TinyGraph(k, Random(size_t(k * k), 2), Random(size_t(16 * k), 3))};
+    QuantConfig cfg;
+    cfg.linear = *ParseScheme("int4-g32");
+    cfg.overrides.push_back(*ParseOverride("layers.*=int8"));  // shadows the second case
+    cfg.overrides.push_back(*ParseOverride(unused));
+    auto r = QuantizeGraphs(graphs, cfg);
+    ASSERT_FALSE(r.ok()) << unused;
+    EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(std::string(unused).substr(0, std::string(unused).find('='))),
+              std::string::npos)
+        << r.status().message();
+  }
+}
+
 TEST(QuantizeGraphsTest, RefusesDynamicSchemesForEmbeddings) {
   std::vector<Graph> graphs = {TinyGraph(32, Random(32 * 32, 2), Random(16 * 32, 3))};
   QuantConfig cfg;
