@@ -70,9 +70,9 @@ SLM_AVXVNNI_TARGET inline __m256i Dpbusd256(__m256i acc, __m256i a, __m256i b) {
 // loaded vector in a register: from a plain load GCC 12 folded it into both uses as memory
 // operands and, inside the unrolled decode tiles, stored it to the stack and read it back twice
 // per weight row (three memory operations more per 64 bytes of weights). Measured on Zen 5
-// (docs/benchmarks.md, twenty-ninth session): BM_MatMulQ4G32 in L2 ~+3%, within the VM's noise,
-// because the split-x tile is bound by its vpdpbusd / FMA ports; with two x parts instead of
-// three the same fix was worth +35%, so the round trip would bind any lighter tile.
+// (docs/benchmarks.md, twenty-ninth session): 1B 8da4w decode +6.7% (medians of 8 alternated
+// rounds, faster in all 8); int4 weight-only within noise, its split-x tile being bound by the
+// vpdpbusd / FMA ports (with two x parts instead of three the fix was worth +35% in L2).
 SLM_VNNI_TARGET inline void LoadNibbles(const void* p, __m512i& lo, __m512i& hi) {
   __m512i v = _mm512_loadu_si512(p);
   __asm__("" : "+v"(v));
