@@ -72,7 +72,7 @@ SLM_AVXVNNI_TARGET inline __m256i Dpbusd256(__m256i acc, __m256i a, __m256i b) {
 // per weight row (three memory operations more per 64 bytes of weights). Measured on Zen 5
 // (docs/benchmarks.md, twenty-ninth session): 1B 8da4w decode +6.7% (medians of 8 alternated
 // rounds, faster in all 8); int4 weight-only within noise, its split-x tile being bound by the
-// vpdpbusd / FMA ports (with two x parts instead of three the fix was worth +35% in L2).
+// vpdpbusd / FMA ports (with two x parts instead of three the fix was worth +35% in cache).
 SLM_VNNI_TARGET inline void LoadNibbles(const void* p, __m512i& lo, __m512i& hi) {
   __m512i v = _mm512_loadu_si512(p);
   __asm__("" : "+v"(v));
