@@ -284,25 +284,29 @@ void BM_DecodeWalkQ4G32(benchmark::State& state) {
 }
 BENCHMARK(BM_DecodeWalkQ4G32)->ArgsProduct({{2048}, {8192}, {1, 2}})->ArgsProduct({{8192}, {2048}, {1, 2}})->Unit(benchmark::kMicrosecond);
 
-// The 1B shape's int4 products per layer: q, k, v, o, gate, up and down (2048 -> 2048, 512, 512,
+// The 1B shape's products per layer: q, k, v, o, gate, up and down (2048 -> 2048, 512, 512,
 // 2048, 8192, 8192; 8192 -> 2048), each weights then scales as the compiler lays out an artifact,
-// 16 layers in turn, in one huge-page buffer.
+// 16 layers in turn, in one huge-page buffer. int4 G = 32 (a scale per group) or int8 (a scale per
+// row).
 struct DecodeLayerProducts {
   struct Product {
     size_t weights, scales;  // byte offsets
     int64_t K, N;
+    int64_t scale_count() const { return scales_per_row * N; }
+    int64_t scales_per_row;
   };
   std::vector<Product> products;
   size_t bytes = 0;
-  DecodeLayerProducts() {
+  explicit DecodeLayerProducts(int bits = 4) {
     constexpr int64_t kShapes[][2] = {{2048, 2048}, {2048, 512}, {2048, 512}, {2048, 2048},
                                       {2048, 8192}, {2048, 8192}, {8192, 2048}};
     for (int64_t l = 0; l < kDecodeLayers; ++l) {
       for (const auto& [K, N] : kShapes) {
         const size_t w = bytes;
-        bytes += size_t(N * K / 2);
-        products.push_back({w, bytes, K, N});
-        bytes += size_t(N * K / 32) * sizeof(float);
+        bytes += size_t(N * K * bits / 8);
+        const int64_t per_row = bits == 4 ? K / 32 : 1;
+        products.push_back({w, bytes, K, N, per_row});
+        bytes += size_t(N * per_row) * sizeof(float);
       }
     }
   }
@@ -313,7 +317,7 @@ struct DecodeLayerProducts {
   std::vector<uint8_t> Data() const {
     std::vector<uint8_t> data = RandomBytes(bytes, 2);
     for (const auto& p : products) {
-      const std::vector<float> scales = Random(size_t(p.N * p.K / 32), uint32_t(p.scales));
+      const std::vector<float> scales = Random(size_t(p.scale_count()), uint32_t(p.scales));
       std::memcpy(data.data() + p.scales, scales.data(), scales.size() * sizeof(float));
     }
     return data;
@@ -344,6 +348,39 @@ void BM_DecodeLayersQ4G32(benchmark::State& state) {
   WalkCounters(state, double(layers.bytes));
 }
 BENCHMARK(BM_DecodeLayersQ4G32)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
+
+// The same walk with int8 weights: weight-only (f32 x, MatMulQ8Columns) and 8da8w (x quantized
+// once per product, as the runtime's matmul_q op does, MatMulQ8DynColumns). Arg: threads. The
+// two read the same bytes, so their ratio is what the tiles' memory walks cost against each other
+// with less noise than end-to-end decode (docs/benchmarks.md, twenty-ninth session).
+template <bool kDynamic>
+void BM_DecodeLayersQ8(benchmark::State& state) {
+  const DecodeLayerProducts layers(8);
+  const HugePageCopy<uint8_t> data(layers.Data());
+  const auto x = Random(8192, 1);
+  std::vector<int8_t> xq(8192);
+  float xscale = 0;
+  std::vector<float> y(8192);
+  slm::ThreadPool pool(int(state.range(0)));
+  for (auto _ : state) {
+    for (const auto& p : layers.products) {
+      const int8_t* w = reinterpret_cast<const int8_t*>(data.get() + p.weights);
+      const float* scales = reinterpret_cast<const float*>(data.get() + p.scales);
+      if constexpr (kDynamic) slm::kernels::QuantizeRowsI8(x.data(), xq.data(), &xscale, nullptr, 1, p.K, p.K);
+      pool.ParallelFor(p.N, 8, [&](int64_t nb, int64_t ne) {
+        if constexpr (kDynamic) {
+          slm::kernels::MatMulQ8DynColumns(xq.data(), &xscale, w, scales, nullptr, y.data(), 1, p.K, p.N, nb, ne);
+        } else {
+          slm::kernels::MatMulQ8Columns(x.data(), w, scales, nullptr, y.data(), 1, p.K, p.N, nb, ne);
+        }
+      });
+    }
+    benchmark::DoNotOptimize(y.data());
+  }
+  WalkCounters(state, double(layers.bytes));
+}
+BENCHMARK(BM_DecodeLayersQ8<false>)->Name("BM_DecodeLayersQ8")->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DecodeLayersQ8<true>)->Name("BM_DecodeLayersQ8Dyn")->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
 
 // Rows [n_begin, n_end) of one int4 G = 32 product read in the AVX-512 split-x decode tile's order
 // (matmul_q4_split_x.cc): tiles of kN rows, per 64-byte chunk every row of the tile, each row
