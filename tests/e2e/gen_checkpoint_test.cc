@@ -111,7 +111,10 @@ TEST(GenCheckpoint, GeneratedCheckpointCompilesAndRuns) {
   ASSERT_EQ(compiled.exit_code, 0) << compiled.err;
   CommandResult bench = RunCli("bench " + slm + " -t 1 -p 8 -n 4 -r 1 --json");
   ASSERT_EQ(bench.exit_code, 0) << bench.err;
-  EXPECT_NO_THROW((void)nlohmann::json::parse(bench.out)) << bench.out;
+  const nlohmann::json figures = nlohmann::json::parse(bench.out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(figures.is_discarded()) << bench.out;
+  EXPECT_GT(figures.value("decode_tok_s", nlohmann::json::object()).value("median", 0.0), 0.0) << bench.out;
+  EXPECT_GT(figures.value("decode_weight_bytes", 0), 0) << bench.out;
 }
 
 TEST(GenCheckpoint, ShapesThatCannotWorkAreRefusedWithOneLine) {
