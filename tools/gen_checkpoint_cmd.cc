@@ -1,8 +1,8 @@
 // gen-checkpoint: a random-weight Llama checkpoint of given shapes (config.json +
 // model.safetensors, no tokenizer), so anyone can reproduce the benchmark figures
 // (docs/benchmarks.md). Weights ~ N(0, 0.02), norms 1; written tensor by tensor. Both files are
-// written atomically, model.safetensors first: an interrupted run leaves no config.json beside a
-// truncated weights file that a later compile would trip over.
+// written atomically, model.safetensors first and an old config.json removed before: an
+// interrupted run leaves no config.json beside a truncated or mismatched weights file.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -79,6 +79,10 @@ Action AddGenCheckpoint(CLI::App& app) {
     std::error_code ec;
     std::filesystem::create_directories(x.out, ec);
     if (ec) return Fail(InvalidArgument("gen-checkpoint: cannot create " + x.out + ": " + ec.message()));
+    // A config.json of an earlier run would describe other weights if this one stopped between
+    // the two files.
+    std::filesystem::remove(x.out + "/config.json", ec);
+    if (ec) return Fail(InvalidArgument("gen-checkpoint: cannot replace " + x.out + "/config.json: " + ec.message()));
 
     std::vector<Tensor> tensors = {{"model.embed_tokens.weight", {x.vocab, x.dim}}};
     for (int64_t i = 0; i < x.layers; ++i) {

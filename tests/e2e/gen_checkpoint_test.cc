@@ -134,6 +134,7 @@ TEST(GenCheckpoint, WhenTheWeightsCannotBeWrittenNoConfigOrTempFileIsLeft) {
   // A directory where model.safetensors should go: the final rename fails.
   fs::create_directory(dir + "/model.safetensors");
   fs::create_directory(dir + "/model.safetensors/occupied");
+  WriteFile(dir + "/config.json", "{\"model_type\": \"llama\"}");  // an earlier run's
   CommandResult r = RunCli("gen-checkpoint -o " + dir + " " + kSmallShape);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_LT(r.exit_code, 128) << "crashed: " << r.err;
