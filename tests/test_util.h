@@ -75,4 +75,15 @@ inline CommandResult RunCli(const std::string& args) {
   return r;
 }
 
+// A refused command: non-zero exit without a crash, and exactly one stderr line,
+// "staticlm: error: ...", that contains `needle`.
+inline void ExpectOneLineError(const CommandResult& r, const std::string& needle) {
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_LT(r.exit_code, 128) << "crashed: " << r.err;
+  ASSERT_FALSE(r.err.empty());
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "expected exactly one line, got:\n" << r.err;
+  EXPECT_EQ(r.err.rfind("staticlm: error: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << "expected '" << needle << "' in: " << r.err;
+}
+
 }  // namespace slm::testing

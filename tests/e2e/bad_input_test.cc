@@ -21,15 +21,6 @@ std::string CopyStories() {
   return dir;
 }
 
-void ExpectOneLineError(const CommandResult& r, const std::string& needle) {
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_LT(r.exit_code, 128) << "crashed: " << r.err;
-  ASSERT_FALSE(r.err.empty());
-  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "expected exactly one line, got:\n" << r.err;
-  EXPECT_EQ(r.err.rfind("staticlm: error: ", 0), 0u) << r.err;
-  EXPECT_NE(r.err.find(needle), std::string::npos) << "expected '" << needle << "' in: " << r.err;
-}
-
 TEST(BadInput, MissingConfigJson) {
   std::string dir = CopyStories();
   fs::remove(dir + "/config.json");
