@@ -113,6 +113,38 @@ SLM_VNNI_TARGET inline void Q8Tile(const int8_t* xq, const float* xscale, const 
   }
 }
 
+// Decode (R < 4): one row of xq × kN weight rows in 32-byte steps, kN = 8 (1 at the edge);
+// K % 32 == 0; the same int32 dots, hence the same output bits, as Q8Tile. Why not Q8Tile<1, 4>:
+// from memory it streamed the weights slower than the f32-converting int8 weight-only tile, though
+// in L2 it was the faster one. A 1B-shaped walk (16 layers × 7 int8 products, x quantized once
+// per product, 2 threads, 12 alternated rounds; docs/benchmarks.md, thirtieth session) read
+// 1.21–1.22× the bytes/s of Q8Tile<1, 4> with this tile, as the weight-only tile did; 64-byte
+// steps over 8 rows gave 1.05–1.13×, 32-byte steps over 4 rows 0.94–1.05×, prefetching once per
+// line instead of every step 1.15×. Each step prefetches as Q8Tile does (decode_prefetch.h).
+template <int kN>
+SLM_VNNI_TARGET inline void Q8RowTile256(const int8_t* xq, float xscale, int32_t xsum, const int8_t* w,
+                                         const float* scales, const float* bias, float* y, size_t K) {
+  __m256i acc[kN];
+  const __m256i flip = _mm256_set1_epi8(int8_t(0x80));
+  #pragma GCC unroll 8
+  for (int c = 0; c < kN; ++c) acc[c] = _mm256_setzero_si256();
+  for (size_t k = 0; k < K; k += 32) {
+    const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + k));
+    #pragma GCC unroll 8
+    for (int c = 0; c < kN; ++c) {
+      PrefetchDecodeLine(DecodePrefetchAddress(w + c * K + k, k, K, kN));
+      const __m256i wv = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + c * K + k)), flip);
+      acc[c] = Dpbusd(acc[c], wv, xv);
+    }
+  }
+  #pragma GCC unroll 8
+  for (int c = 0; c < kN; ++c) {  // formed as Q8Tile forms them
+    const int32_t dot = ReduceAdd(acc[c]) - 128 * xsum;
+    const __m128 v = Fma4(_mm_set_ss(float(dot) * xscale), _mm_set_ss(scales[c]), _mm_set_ss(bias ? bias[c] : 0.0f));
+    y[c] = _mm_cvtss_f32(v);
+  }
+}
+
 // ---- Q4 × dynamic int8 ----
 
 // out = each row of xq [R, K] in the order of the nibbles of Q4Tile's weight loads: per 128-k
@@ -391,6 +423,20 @@ bool MatMulQ8DynColumnsVnni(const int8_t* xq, const float* xscale, const int8_t*
   RowSums(xq, xsum, rows, k);
   if (R >= kVnniPanelRows) {
     MatMulQ8DynPanelVnni(xq, xscale, xsum, w, scales, bias, y, R, K, N, n_begin, n_end);
+    return true;
+  }
+  if (rows < 4) {  // decode
+    for (size_t r = 0; r < rows; ++r) {
+      const int8_t* xr = xq + r * k;
+      float* yr = y + r * size_t(N);
+      size_t c = size_t(n_begin);
+      for (; c + 8 <= size_t(n_end); c += 8) {
+        Q8RowTile256<8>(xr, xscale[r], xsum[r], w + c * k, scales + c, bias ? bias + c : nullptr, yr + c, k);
+      }
+      for (; c < size_t(n_end); ++c) {
+        Q8RowTile256<1>(xr, xscale[r], xsum[r], w + c * k, scales + c, bias ? bias + c : nullptr, yr + c, k);
+      }
+    }
     return true;
   }
   ForTiles<4, Q8Call>(rows, size_t(n_begin), size_t(n_end), xq, xscale, static_cast<const int32_t*>(xsum), w,

@@ -54,6 +54,24 @@ SLM_VNNI_TARGET inline __m512i Dpbusd(__m512i acc, __m512i a, __m512i b) {
 #endif
 }
 
+// The 256-bit EVEX form (AVX-512VL), for the AVX-512 VNNI decode tile that steps 32 bytes per
+// weight row (matmul_q_vnni.cc). {evex}: the VEX form is AVX-VNNI, which AVX-512 VNNI CPUs such as
+// Ice Lake and Cascade Lake do not have.
+SLM_VNNI_TARGET inline __m256i Dpbusd(__m256i acc, __m256i a, __m256i b) {
+#if defined(__GNUC__) && !defined(__clang__)
+  __asm__("%{evex%} vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "vm"(b));
+  return acc;
+#else
+  return _mm256_dpbusd_epi32(acc, a, b);
+#endif
+}
+SLM_VNNI_TARGET inline int32_t ReduceAdd(__m256i v) {
+  __m128i q = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(1, 0, 3, 2)));
+  q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(q);
+}
+
 // The 256-bit forms for the AVX-VNNI bodies: acc + Σ₄ a(u8)·b(s8) per int32 lane, the horizontal
 // sums and a byte pack. Dpbusd256 in inline asm for the reason Dpbusd is: with
 // _mm256_dpbusd_avx_epi32 GCC 12 copied every accumulator of the panel tiles through another

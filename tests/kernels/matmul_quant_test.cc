@@ -329,9 +329,10 @@ TEST_F(VnniMatMulTest, Int8DynamicActivationMatchesReferenceOnAwkwardShapes) {
   float xs = 0, y = 0, sc = 1;
   int8_t w[64] = {};
   ASSERT_TRUE(MatMulQ8DynColumnsVnni(xq, &xs, w, &sc, nullptr, &y, 1, 64, 1, 0, 1)) << "dispatch would not take VNNI";
+  // N: below, at and past the decode tile's 8 weight rows (R < 4) and the 4 of the row tiles.
   for (int64_t R : {1, 2, 3, 4, 5, 7, 17}) {
     for (int64_t K : {64, 128, 192, 1024}) {
-      for (int64_t N : {1, 3, 4, 5, 9, 33}) ASSERT_TRUE(Q8Matches(R, K, N, (R + N) % 2 == 0, true));
+      for (int64_t N : {1, 3, 4, 5, 8, 9, 17, 33}) ASSERT_TRUE(Q8Matches(R, K, N, (R + N) % 2 == 0, true));
     }
   }
 }
