@@ -130,10 +130,12 @@ SLM_VNNI_TARGET inline void Q8RowTile256(const int8_t* xq, float xscale, int32_t
   for (int c = 0; c < kN; ++c) acc[c] = _mm256_setzero_si256();
   for (size_t k = 0; k < K; k += 32) {
     const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + k));
+    const int8_t* wk = w + k;
+    const int8_t* ahead = wk + DecodePrefetchDistance(k, K, kN);  // the same for every row
     #pragma GCC unroll 8
     for (int c = 0; c < kN; ++c) {
-      PrefetchDecodeLine(DecodePrefetchAddress(w + c * K + k, k, K, kN));
-      const __m256i wv = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + c * K + k)), flip);
+      PrefetchDecodeLine(ahead + c * K);
+      const __m256i wv = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wk + c * K)), flip);
       acc[c] = Dpbusd(acc[c], wv, xv);
     }
   }
