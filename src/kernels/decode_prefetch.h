@@ -1,5 +1,5 @@
-// Software prefetch distance of the int8 decode tiles (Q8RowTile in matmul_q-inl.h, Q8Tile in
-// matmul_q_vnni.cc) and of the AVX-512 int4 split-x tiles. A decode tile streams kN weight rows
+// Software prefetch distance of the int8 decode tiles (Q8RowTile in matmul_q-inl.h, Q8RowTile256
+// and Q8Tile in matmul_q_vnni.cc) and of the AVX-512 int4 split-x tiles. A decode tile streams kN weight rows
 // together and reads every weight once, so each step prefetches what it will need later: rows
 // up to kDecodePrefetchBytes long the next tile's row at the same offset (a whole tile ahead, as
 // all decode tiles do); longer rows kDecodePrefetchBytes further along the same row, and from

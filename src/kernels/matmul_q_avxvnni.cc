@@ -79,7 +79,11 @@ SLM_AVXVNNI_TARGET void RowSums(const int8_t* xq, int32_t* xsum, size_t R, size_
 }
 
 // One row of xq × kN weight rows; K % 32 == 0. Each weight row prefetches what the next tile (or,
-// along long rows, its own row 1 KB on) will read (decode_prefetch.h).
+// along long rows, its own row 1 KB on) will read (decode_prefetch.h). kN = 8 (1 at the edge):
+// more rows are more memory streams at once, as for the AVX-512 decode tile (matmul_q_vnni.cc).
+// This tile's code in a 1B-shaped walk on Zen 5 (2 threads, 16 rounds in rotated order;
+// docs/benchmarks.md, thirtieth session): 8 rows 1.10–1.18× the bytes/s of 4 in 3 of 4 runs,
+// 0.95× in one. Not measured on an Intel AVX-VNNI CPU.
 template <int kN>
 SLM_AVXVNNI_TARGET inline void Q8Tile(const int8_t* xq, float xscale, int32_t xsum, const int8_t* w,
                                       const float* scales, const float* bias, float* y, size_t K) {
@@ -318,8 +322,8 @@ bool MatMulQ8DynColumnsAvxVnni(const int8_t* xq, const float* xscale, const int8
     const int8_t* xr = xq + r * K;
     float* yr = y + r * N;
     int64_t c = n_begin;
-    for (; c + 4 <= n_end; c += 4) {
-      Q8Tile<4>(xr, xscale[r], xsum[r], w + c * K, scales + c, bias ? bias + c : nullptr, yr + c, k);
+    for (; c + 8 <= n_end; c += 8) {
+      Q8Tile<8>(xr, xscale[r], xsum[r], w + c * K, scales + c, bias ? bias + c : nullptr, yr + c, k);
     }
     for (; c < n_end; ++c) Q8Tile<1>(xr, xscale[r], xsum[r], w + c * K, scales + c, bias ? bias + c : nullptr, yr + c, k);
   }

@@ -114,13 +114,15 @@ SLM_VNNI_TARGET inline void Q8Tile(const int8_t* xq, const float* xscale, const 
 }
 
 // Decode (R < 4): one row of xq × kN weight rows in 32-byte steps, kN = 8 (1 at the edge);
-// K % 32 == 0; the same int32 dots, hence the same output bits, as Q8Tile. Why not Q8Tile<1, 4>:
+// K % 64 == 0; the same int32 dots, hence the same output bits, as Q8Tile. Why not Q8Tile<1, 4>:
 // from memory it streamed the weights slower than the f32-converting int8 weight-only tile, though
-// in L2 it was the faster one. A 1B-shaped walk (16 layers × 7 int8 products, x quantized once
-// per product, 2 threads, 12 alternated rounds; docs/benchmarks.md, thirtieth session) read
-// 1.21–1.22× the bytes/s of Q8Tile<1, 4> with this tile, as the weight-only tile did; 64-byte
-// steps over 8 rows gave 1.05–1.13×, 32-byte steps over 4 rows 0.94–1.05×, prefetching once per
-// line instead of every step 1.15×. Each step prefetches as Q8Tile does (decode_prefetch.h).
+// in L2 it was the faster one. In a 1B-shaped walk (16 layers × 7 int8 products, x quantized
+// once per product, 2 threads; docs/benchmarks.md, thirtieth session) this tile read 1.31× the
+// bytes/s of Q8Tile<1, 4> (15 rounds in rotated order); 64-byte steps over 8 rows gave
+// 1.05–1.13×, 32-byte steps over 4 rows 0.94–1.05× (12 rounds, fixed order): more weight rows
+// are more memory streams at once. Each row prefetches once per 64-byte line, as Q8Tile does
+// (decode_prefetch.h): 1B 8da8w decode 4 of 4 alternated rounds faster than prefetching every
+// 32-byte step.
 template <int kN>
 SLM_VNNI_TARGET inline void Q8RowTile256(const int8_t* xq, float xscale, int32_t xsum, const int8_t* w,
                                          const float* scales, const float* bias, float* y, size_t K) {
@@ -128,15 +130,19 @@ SLM_VNNI_TARGET inline void Q8RowTile256(const int8_t* xq, float xscale, int32_t
   const __m256i flip = _mm256_set1_epi8(int8_t(0x80));
   #pragma GCC unroll 8
   for (int c = 0; c < kN; ++c) acc[c] = _mm256_setzero_si256();
-  for (size_t k = 0; k < K; k += 32) {
-    const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + k));
+  for (size_t k = 0; k < K; k += 64) {
     const int8_t* wk = w + k;
     const int8_t* ahead = wk + DecodePrefetchDistance(k, K, kN);  // the same for every row
     #pragma GCC unroll 8
-    for (int c = 0; c < kN; ++c) {
-      PrefetchDecodeLine(ahead + c * K);
-      const __m256i wv = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wk + c * K)), flip);
-      acc[c] = Dpbusd(acc[c], wv, xv);
+    for (int c = 0; c < kN; ++c) PrefetchDecodeLine(ahead + c * K);
+    #pragma GCC unroll 2
+    for (size_t half = 0; half < 64; half += 32) {
+      const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + k + half));
+      #pragma GCC unroll 8
+      for (int c = 0; c < kN; ++c) {
+        const __m256i wv = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wk + c * K + half)), flip);
+        acc[c] = Dpbusd(acc[c], wv, xv);
+      }
     }
   }
   #pragma GCC unroll 8
