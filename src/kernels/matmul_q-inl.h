@@ -137,10 +137,13 @@ HWY_INLINE void Q8RowTile(const float* HWY_RESTRICT x, const int8_t* HWY_RESTRIC
   for (; k + 2 * NL <= K; k += 2 * NL) {
     const auto x0 = hn::LoadU(df, x + k);
     const auto x1 = hn::LoadU(df, x + k + NL);
-    const int8_t* ahead = w + k + DecodePrefetchDistance(k, K, kN);  // see decode_prefetch.h
+    // Once per 64-byte line of each row (a step is 32 bytes on AVX-512, 16 on AVX2, 8 on NEON):
+    // 1B int8 decode, thirtieth session (docs/benchmarks.md). See decode_prefetch.h.
+    const int8_t* ahead = w + k + DecodePrefetchDistance(k, K, kN);
+    const bool new_line = (k % 64) < 2 * NL;
     HWY_UNROLL(8)
     for (size_t c = 0; c < kN; ++c) {
-      PrefetchDecodeLine(ahead + c * K);
+      if (new_line) PrefetchDecodeLine(ahead + c * K);
       const auto w0 = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, w + c * K + k)));
       const auto w1 = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, w + c * K + k + NL)));
       acc0[c] = hn::MulAdd(x0, w0, acc0[c]);
