@@ -17,6 +17,7 @@
 #include "kernels/attention_q8.h"
 #include "kernels/decode_prefetch.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul_q_amx.h"
 #include "kernels/matmul_q_vnni.h"
 #include "kernels/quant_kernels.h"
 
@@ -464,24 +465,28 @@ BENCHMARK(BM_DecodeWalkF32)->ArgsProduct({{2048}, {8192}, {1, 2}})->Unit(benchma
 
 // The body the dynamic products run, state.range(3), for side-by-side ratios in one run: 0 the
 // Highway body of the dispatched target, 1 AVX-512 VNNI, 2 AVX-VNNI (with the Highway AVX2 body
-// for the rows between its tiles and panels, as on an AVX-VNNI CPU), 3 the Highway AVX2 body.
+// for the rows between its tiles and panels, as on an AVX-VNNI CPU), 3 the Highway AVX2 body,
+// 4 AVX-512 VNNI with the AMX panel (8da8w from kVnniPanelRows rows; 8da4w as 1).
 // Restores the default dispatch when it goes out of scope.
 class DynamicBody {
  public:
   explicit DynamicBody(benchmark::State& state) : body_(state.range(3)) {
     using namespace slm::kernels;
-    if (body_ == 1 && !VnniAvailable()) error_ = "no AVX-512 VNNI";
+    if ((body_ == 1 || body_ == 4) && !VnniAvailable()) error_ = "no AVX-512 VNNI";
+    if (body_ == 4 && !AmxAvailable()) error_ = "no AMX-INT8";
     if (body_ == 2 && !AvxVnniAvailable()) error_ = "no AVX-VNNI";
     if ((body_ == 2 || body_ == 3) && !SelectSimdTarget("AVX2").ok()) error_ = "no AVX2";
-    SetVnniEnabledForTest(body_ == 1);
+    SetVnniEnabledForTest(body_ == 1 || body_ == 4);
+    SetAmxEnabledForTest(body_ == 4);
     SetAvxVnniEnabledForTest(body_ == 2);
   }
   ~DynamicBody() {
+    slm::kernels::SetAmxEnabledForTest(true);
     (void)slm::kernels::SelectSimdTarget("best");
   }
   const char* error() const { return error_; }
   const char* label() const {
-    return body_ == 1 ? "AVX-512 VNNI" : body_ == 2 ? "AVX-VNNI" : ActiveSimdTarget();
+    return body_ == 1 ? "AVX-512 VNNI" : body_ == 2 ? "AVX-VNNI" : body_ == 4 ? "AMX" : ActiveSimdTarget();
   }
 
  private:
@@ -537,6 +542,23 @@ BENCHMARK(BM_MatMulQ4G32) SLM_QUANT_SHAPES;
       ->ArgsProduct({{4, 8, 12}, {2048}, {2048}, {2, 3}})                                                           \
       ->ArgNames({"R", "K", "N", "body"})->Unit(benchmark::kMicrosecond)
 BENCHMARK(BM_MatMulQ8Dyn) SLM_DYN_SHAPES;
+// 8da8w prefill shapes of the 1B model (q / o, gate / up, down), VNNI panels against AMX.
+BENCHMARK(BM_MatMulQ8Dyn)
+    ->ArgsProduct({{128, 512}, {2048}, {2048, 8192}, {1, 4}})
+    ->ArgsProduct({{128, 512}, {8192}, {2048}, {1, 4}})
+    ->ArgNames({"R", "K", "N", "body"})
+    ->Unit(benchmark::kMicrosecond);
+
+// tdpbssd's peak on one core: 4 independent 16×16×64 tile products per round.
+void BM_AmxDotPeak(benchmark::State& state) {
+  if (!slm::kernels::AmxAvailable()) return state.SkipWithError("no AMX-INT8");
+  double ops = 0;
+  int32_t sink = 0;
+  for (auto _ : state) ops += slm::kernels::AmxDotLoop(100000, &sink);
+  benchmark::DoNotOptimize(sink);
+  state.counters["GOP/s"] = benchmark::Counter(ops / 1e9, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_AmxDotPeak)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MatMulQ4DynG32) SLM_DYN_SHAPES;
 
 }  // namespace

@@ -27,6 +27,7 @@
 
 #include "kernels/cpu_feature.h"
 #include "kernels/decode_prefetch.h"
+#include "kernels/matmul_q_amx.h"
 #include "kernels/vnni_intrinsics.h"
 
 namespace slm::kernels {
@@ -426,6 +427,10 @@ bool MatMulQ8DynColumnsVnni(const int8_t* xq, const float* xscale, const int8_t*
                             const float* scales, const float* bias, float* y, int64_t R, int64_t K,
                             int64_t N, int64_t n_begin, int64_t n_end) {
   if (!VnniAvailable() || K % 64 != 0) return false;
+  if (R >= kVnniPanelRows) {  // AMX where the CPU has it, for whole blocks of 16 columns
+    n_begin = MatMulQ8DynPanelAmx(xq, xscale, w, scales, bias, y, R, K, N, n_begin, n_end);
+    if (n_begin == n_end) return true;
+  }
   const size_t k = size_t(K), rows = size_t(R);
   int32_t* xsum = reinterpret_cast<int32_t*>(ThreadScratch(rows * sizeof(int32_t)));
   RowSums(xq, xsum, rows, k);

@@ -81,6 +81,7 @@ HWY_AFTER_NAMESPACE();
 
 #include "core/aligned_buffer.h"
 #include "core/thread_pool.h"
+#include "kernels/matmul_q_amx.h"
 #include "kernels/matmul_q_dotprod.h"
 #include "kernels/matmul_q_vnni.h"
 #include "kernels/roofline.h"
@@ -178,6 +179,23 @@ double MeasureInt8DotPeak(ThreadPool& pool, double seconds) {
       for (int64_t t = b; t < e; ++t) {
         int32_t sink;
         done[size_t(t)] = probe.loop(2000000, &sink);
+        if (sink == 12345) done[size_t(t)] += 1;
+      }
+    });
+    double total = 0;
+    for (double d : done) total += d;
+    return total;
+  });
+}
+
+double MeasureAmxInt8Peak(ThreadPool& pool, double seconds) {
+  if (!AmxAvailable()) return 0;
+  std::vector<double> done(size_t(pool.size()));
+  return BestRate(seconds, [&] {
+    pool.ParallelFor(pool.size(), 1, [&](int64_t b, int64_t e, int) {
+      for (int64_t t = b; t < e; ++t) {
+        int32_t sink;
+        done[size_t(t)] = AmxDotLoop(200000, &sink);
         if (sink == 12345) done[size_t(t)] += 1;
       }
     });

@@ -21,6 +21,7 @@ HWY_AFTER_NAMESPACE();
 
 #include "hwy/targets.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul_q_amx.h"
 #include "kernels/matmul_q_dotprod.h"
 #include "kernels/matmul_q_vnni.h"
 
@@ -31,6 +32,7 @@ HWY_EXPORT(CompiledTarget);
 const char* ActiveSimdTarget() { return hwy::TargetName(HWY_DYNAMIC_DISPATCH(CompiledTarget)()); }
 
 const char* ActiveIntrinsicBodies() {
+  if (VnniAvailable() && AmxAvailable()) return "VNNI+AMX";
   if (VnniAvailable()) return "VNNI";
   if (AvxVnniAvailable()) return "AVX-VNNI";
   if (I8mmAvailable()) return "DOTPROD+I8MM";
@@ -56,6 +58,7 @@ Status SelectSimdTarget(std::string_view name) {
   if (want == "BEST") {
     ForceSimdTargetForTest(0);
     SetVnniEnabledForTest(true);
+    SetAmxEnabledForTest(true);
     SetAvxVnniEnabledForTest(true);
     SetDotprodEnabledForTest(true);
     SetI8mmEnabledForTest(true);
@@ -68,6 +71,8 @@ Status SelectSimdTarget(std::string_view name) {
       // The intrinsics bodies a CPU of that class would run: AVX-512 VNNI with AVX3, AVX-VNNI
       // (Alder Lake and later client cores) with AVX2, neither below; on Arm the dot product.
       SetVnniEnabledForTest(target == HWY_AVX3 || target == HWY_AVX3_DL);
+      // AMX: only with "best" (no Highway target of this version stands for an AMX CPU).
+      SetAmxEnabledForTest(false);
       SetAvxVnniEnabledForTest(target == HWY_AVX2);
       SetDotprodEnabledForTest(true);  // every Arm core with SVE has it, and most NEON ones
       return Status::Ok();

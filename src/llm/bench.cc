@@ -16,6 +16,7 @@
 #include "core/thread_pool.h"
 #include "graph/graph.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul_q_amx.h"
 #include "kernels/roofline.h"
 #include "llm/session.h"
 #include "llm/stats.h"
@@ -159,6 +160,12 @@ nlohmann::json BenchResult::ToJson() const {
     nlohmann::json pf = nlohmann::json::object();
     for (const auto& [len, s] : prefill_tok_s) pf[std::to_string(len)] = s.median * prefill_flops_per_token / peak;
     j["roofline"]["prefill_fraction_of_peak"] = pf;
+    if (amx_prefill && amx_int8_op_s > 0) {
+      nlohmann::json pa = nlohmann::json::object();
+      for (const auto& [len, s] : prefill_tok_s) pa[std::to_string(len)] = s.median * prefill_flops_per_token / amx_int8_op_s;
+      j["roofline"]["amx_int8_gop_s"] = amx_int8_op_s / 1e9;
+      j["roofline"]["prefill_fraction_of_amx_peak"] = pa;
+    }
   }
   if (!profile.empty()) {
     nlohmann::json pj = nlohmann::json::object();
@@ -196,6 +203,11 @@ std::string BenchResult::ToText() const {
     std::snprintf(line, sizeof line, "roofline: read %.1f GB/s, f32 FMA %.1f GFLOP/s, int8 %.1f GOP/s (%s)\n",
                   bandwidth_bytes_s / 1e9, fma_flop_s / 1e9, int8_op_s / 1e9, int8_peak_instruction.c_str());
     os << line;
+    if (amx_int8_op_s > 0) {
+      std::snprintf(line, sizeof line, "roofline: AMX int8 %.1f GOP/s (tdpbssd)%s\n", amx_int8_op_s / 1e9,
+                    amx_prefill ? ": the 8da8w prefill products run on it" : "");
+      os << line;
+    }
     std::snprintf(line, sizeof line, "decode: %.1f%% of the DRAM bound (%.2f tok/s); %.1f%% of the bound probed around each repeat (median)\n",
                   100 * decode_tok_s.median / bound, bound, 100 * decode_fraction_of_paired_bound);
     os << line;
@@ -204,6 +216,11 @@ std::string BenchResult::ToText() const {
                     100 * s.median * prefill_flops_per_token / peak, dynamic_int8 ? "int8" : "f32 FMA",
                     s.median * prefill_flops_per_token / 1e9);
       os << line;
+      if (amx_prefill && amx_int8_op_s > 0) {
+        std::snprintf(line, sizeof line, "prefill %lld: %.1f%% of the AMX int8 peak\n", (long long)len,
+                      100 * s.median * prefill_flops_per_token / amx_int8_op_s);
+        os << line;
+      }
     }
   }
   for (const MethodProfile& p : profile) {
@@ -277,6 +294,10 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
     if (widest != nullptr) {
       SLM_ASSIGN_OR_RETURN(graph::Graph g, program->artifact().LoadMethod(widest->name));
       r.prefill_flops_per_token = MethodMatMulFlops(g) / double(widest->step);
+      for (const graph::Op& op : g.ops) {
+        const bool q8_dynamic = op.kind == graph::OpKind::kMatMulQ && op.ints[0] == 8 && op.ints[3] != 0;
+        if (q8_dynamic && kernels::AmxAvailable()) r.amx_prefill = true;
+      }
     } else {
       r.prefill_flops_per_token = r.flops_per_token;  // decode-only artifact: prompts go one token at a time
     }
@@ -302,6 +323,7 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
     if (!opt.roofline) return;
     r.fma_flop_s = std::max(r.fma_flop_s, kernels::MeasureF32FmaPeak(pool, opt.roofline_seconds));
     r.int8_op_s = std::max(r.int8_op_s, kernels::MeasureInt8DotPeak(pool, opt.roofline_seconds));
+    r.amx_int8_op_s = std::max(r.amx_int8_op_s, kernels::MeasureAmxInt8Peak(pool, opt.roofline_seconds));
   };
   std::optional<kernels::ReadBandwidthProbe> bandwidth;  // its buffer: allocated at the first probe
   const auto probe_bandwidth = [&] {

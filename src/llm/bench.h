@@ -60,11 +60,15 @@ struct BenchResult {
   double prefill_flops_per_token = 0; // a full prefill chunk's matmul FLOPs / its T (the vocab
                                       // matmul runs on the selected row only)
   bool dynamic_int8 = false;          // 8da*: prefill compares with the int8 peak
+  // 8da8w products in the prefill methods and a CPU with AMX-INT8: those run on tdpbssd
+  // (kernels/matmul_q_amx.h), so prefill is compared with the AMX peak as well.
+  bool amx_prefill = false;
   std::vector<std::pair<int64_t, Spread>> prefill_tok_s;  // per prompt length
   Spread decode_tok_s;
   std::vector<double> decode_tok_s_per_repeat;  // in repeat order
   // Roofline (0 when not measured). bandwidth_bytes_s: the best probe of the run.
   double bandwidth_bytes_s = 0, fma_flop_s = 0, int8_op_s = 0;
+  double amx_int8_op_s = 0;  // tdpbssd's peak; 0 without AMX
   // Median over the decode repeats of each repeat's rate ÷ the bound from the probes just
   // before and after it (their mean; the first repeat has only the one after): the bandwidth
   // drifts by up to 2× within minutes on a shared VM, so a repeat is compared with the DRAM of

@@ -9,6 +9,7 @@
 
 #include "hwy/targets.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul_q_amx.h"
 #include "kernels/matmul_q_dotprod.h"
 #include "kernels/matmul_q_vnni.h"
 #include "kernels/roofline.h"
@@ -54,7 +55,8 @@ TEST(SimdDispatchTest, SelectingATargetByNameIgnoresCaseKeepsVnniOnlyForAvx3AndB
 
 TEST(SimdDispatchTest, ActiveIntrinsicBodiesNamesTheFamilyTheDispatchTakes) {
   const bool vnni = VnniAvailable(), avx_vnni = AvxVnniAvailable(), dotprod = DotprodAvailable();
-  const std::string expected = vnni             ? "VNNI"
+  const std::string expected = vnni && AmxAvailable() ? "VNNI+AMX"
+                               : vnni           ? "VNNI"
                                : avx_vnni       ? "AVX-VNNI"
                                : I8mmAvailable() ? "DOTPROD+I8MM"
                                : dotprod        ? "DOTPROD"
@@ -78,7 +80,9 @@ TEST(SimdDispatchTest, ActiveIntrinsicBodiesNamesTheFamilyTheDispatchTakes) {
 // bench's int8 peak names the instruction it probes, the one the dynamic prefill dispatches to.
 TEST(SimdDispatchTest, Int8PeakInstructionFollowsTheIntrinsicBodies) {
   const std::string bodies = ActiveIntrinsicBodies();
-  const std::string expected = bodies == "VNNI"           ? "vpdpbusd"
+  // The AMX panel takes the 8da8w products only; the 8da4w ones stay on vpdpbusd (its peak is
+  // probed apart: MeasureAmxInt8Peak).
+  const std::string expected = bodies == "VNNI" || bodies == "VNNI+AMX" ? "vpdpbusd"
                                : bodies == "AVX-VNNI"     ? "vpdpbusd (256-bit, AVX-VNNI)"
                                : bodies == "DOTPROD+I8MM" ? "smmla"
                                : bodies == "DOTPROD"      ? "sdot"
@@ -91,6 +95,18 @@ TEST(SimdDispatchTest, Int8PeakInstructionFollowsTheIntrinsicBodies) {
   SetVnniEnabledForTest(true);
   SetAvxVnniEnabledForTest(true);
   SetDotprodEnabledForTest(true);
+}
+
+// `--simd-target X` runs what a CPU of class X runs: no AMX (no Highway target of this version
+// stands for an AMX CPU); "best" brings it back where the CPU has it.
+TEST(SimdDispatchTest, AnExplicitTargetTurnsAmxOffAndBestTurnsItBackOn) {
+  if (!AmxAvailable()) GTEST_SKIP() << "no AMX-INT8 on this CPU / build";
+  ASSERT_TRUE(SelectSimdTarget(hwy::TargetName(SupportedSimdTargets().front())).ok());
+  EXPECT_FALSE(AmxAvailable());
+  EXPECT_STREQ(ActiveIntrinsicBodies(), "VNNI");
+  ASSERT_TRUE(SelectSimdTarget("best").ok());
+  EXPECT_TRUE(AmxAvailable());
+  EXPECT_STREQ(ActiveIntrinsicBodies(), "VNNI+AMX");
 }
 
 TEST(SimdDispatchTest, SelectingAnUnsupportedTargetFailsListingTheSupportedOnesAndChangesNothing) {

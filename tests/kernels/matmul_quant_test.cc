@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kernels/matmul_q4_split_x.h"
+#include "kernels/matmul_q_amx.h"
 #include "kernels/matmul_q_dotprod.h"
 #include "kernels/matmul_q_vnni.h"
 #include "kernels/quant_kernels.h"
@@ -317,11 +318,14 @@ SLM_INSTANTIATE_FOR_ALL_TARGETS(QuantMatMulTest);
 
 // The AVX-512 VNNI bodies (taken by the dispatch for K % 64 == 0 on a VNNI CPU) against the same
 // references; their integer dots are exact, so the tolerance is the Highway bodies'.
+// The VNNI bodies alone: on a CPU with AMX its panel is switched off here (AmxMatMulTest below).
 class VnniMatMulTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!VnniAvailable()) GTEST_SKIP() << "no AVX-512 VNNI on this CPU / build";
+    SetAmxEnabledForTest(false);
   }
+  void TearDown() override { SetAmxEnabledForTest(true); }
 };
 
 TEST_F(VnniMatMulTest, Int8DynamicActivationMatchesReferenceOnAwkwardShapes) {
@@ -453,6 +457,113 @@ TEST_F(VnniMatMulTest, ShapesItCannotTakeFallBackToHighway) {
   ASSERT_TRUE(Q8Matches(3, 96, 5, true, true));
   ASSERT_TRUE(Q4Matches(3, 96, 5, 32, false, true, true));
   ASSERT_TRUE(Q4Matches(3, 384, 5, 192, true, true, true));
+}
+
+// The AMX panel of the 8da8w prefill products (from kVnniPanelRows rows, whole blocks of 16
+// columns; the columns left go to the VNNI panel), on a CPU with AMX-INT8.
+class AmxMatMulTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!AmxAvailable()) GTEST_SKIP() << "no AMX-INT8 on this CPU / build (or the OS refused the tile state)";
+  }
+  void TearDown() override { SetAmxEnabledForTest(true); }
+};
+
+struct Q8DynCase {
+  std::vector<int8_t> xq;
+  std::vector<float> xs, bias;
+  Q8Weights q;
+};
+Q8DynCase RandomQ8DynCase(int64_t R, int64_t K, int64_t N, uint32_t seed) {
+  Q8DynCase c;
+  const auto x = RandomFloats(size_t(R * K), seed);
+  c.xq.resize(size_t(R * K));
+  c.xs.resize(size_t(R));
+  QuantizeRowsI8(x.data(), c.xq.data(), c.xs.data(), nullptr, R, K, 1);
+  c.bias = RandomFloats(size_t(N), seed + 1);
+  c.q = RandomQ8(N, K, seed + 2);
+  return c;
+}
+
+// y over columns [begin, end) of an R×K×N 8da8w product (other columns left at −7), with the AMX
+// panel on or off.
+std::vector<float> Q8DynColumns(const Q8DynCase& c, int64_t R, int64_t K, int64_t N, bool bias, bool amx,
+                                int64_t begin, int64_t end) {
+  std::vector<float> y(size_t(R * N), -7.0f);
+  SetAmxEnabledForTest(amx);
+  MatMulQ8DynColumns(c.xq.data(), c.xs.data(), c.q.w.data(), c.q.scales.data(), bias ? c.bias.data() : nullptr,
+                     y.data(), R, K, N, begin, end);
+  SetAmxEnabledForTest(true);
+  return y;
+}
+
+::testing::AssertionResult SameBits(const std::vector<float>& got, const std::vector<float>& want, int64_t N) {
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0) {
+      return ::testing::AssertionFailure() << "row " << i / size_t(N) << " column " << i % size_t(N) << ": "
+                                           << got[i] << ", want " << want[i];
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST_F(AmxMatMulTest, PanelMatchesReferenceAndGivesTheVnniPanelsBits) {
+  // R: one panel, partial panels (33, 47, 70); N: one 16-column block, a block and a VNNI tail
+  // (17, 31), two blocks (32), blocks of 32 and 16 with and without a tail (48, 50, 100); K: one
+  // 64-k step and several (576: K % 128 != 0), 2048 and 8192 as in the 1B model.
+  for (int64_t R : {kVnniPanelRows, int64_t{33}, int64_t{47}, int64_t{70}, int64_t{128}}) {
+    for (int64_t K : {64, 576, 2048}) {
+      for (int64_t N : {16, 17, 31, 32, 48, 50, 100}) {
+        const bool bias = (R + N) % 2 == 0;
+        ASSERT_TRUE(Q8Matches(R, K, N, bias, true));
+        const Q8DynCase c = RandomQ8DynCase(R, K, N, uint32_t(R * 3 + K + N));
+        const auto amx = Q8DynColumns(c, R, K, N, bias, true, 0, N);
+        const auto vnni = Q8DynColumns(c, R, K, N, bias, false, 0, N);
+        ASSERT_TRUE(SameBits(amx, vnni, N)) << "R=" << R << " K=" << K << " N=" << N;
+      }
+    }
+  }
+  const Q8DynCase c = RandomQ8DynCase(40, 8192, 48, 5);
+  EXPECT_TRUE(SameBits(Q8DynColumns(c, 40, 8192, 48, true, true, 0, 48), Q8DynColumns(c, 40, 8192, 48, true, false, 0, 48), 48));
+}
+
+TEST_F(AmxMatMulTest, ColumnRangesGiveTheWholeProductsBitsAndTouchNoOtherColumn) {
+  // Threads split the columns: ranges that start inside a 32-column block, end with a 16-column
+  // block and a VNNI tail, or hold fewer than 16 columns (VNNI only).
+  const int64_t R = 70, K = 256, N = 120;
+  const Q8DynCase c = RandomQ8DynCase(R, K, N, 17);
+  const auto whole = Q8DynColumns(c, R, K, N, true, true, 0, N);
+  for (const auto& [begin, end] : {std::pair<int64_t, int64_t>{0, 56}, {5, 101}, {56, 120}, {100, 113}}) {
+    const auto y = Q8DynColumns(c, R, K, N, true, true, begin, end);
+    std::vector<float> want(size_t(R * N), -7.0f);
+    for (int64_t r = 0; r < R; ++r) {
+      for (int64_t n = begin; n < end; ++n) want[size_t(r * N + n)] = whole[size_t(r * N + n)];
+    }
+    ASSERT_TRUE(SameBits(y, want, N)) << "columns [" << begin << ", " << end << ")";
+  }
+}
+
+TEST_F(AmxMatMulTest, PrefillRowsEqualTheOneRowPathBitForBit) {
+  for (int64_t R : {32, 33, 70}) {
+    for (int64_t K : {64, 1024}) {
+      for (int64_t N : {16, 35}) ASSERT_TRUE(RowsEqualTheOneRowPath(false, R, K, N, 1, false, N == 35));
+    }
+  }
+}
+
+TEST_F(AmxMatMulTest, PanelTakesWholeBlocksOf16ColumnsAndLeavesTheRest) {
+  const Q8DynCase c = RandomQ8DynCase(32, 128, 64, 9);
+  std::vector<float> y(32 * 64, 0.0f);
+  auto run = [&](int64_t K, int64_t begin, int64_t end) {
+    return MatMulQ8DynPanelAmx(c.xq.data(), c.xs.data(), c.q.w.data(), c.q.scales.data(), nullptr, y.data(), 32, K, 64,
+                               begin, end);
+  };
+  EXPECT_EQ(run(128, 0, 64), 64);
+  EXPECT_EQ(run(128, 3, 50), 35);   // a block of 32 from 3; the 15 left are too few for one of 16
+  EXPECT_EQ(run(128, 10, 25), 10);  // fewer than 16: none
+  EXPECT_EQ(run(96, 0, 64), 0);     // K % 64 != 0: none
+  SetAmxEnabledForTest(false);
+  EXPECT_EQ(run(128, 0, 64), 0);
 }
 
 // The AVX-VNNI bodies (decode tiles for R < kAvxVnniMaxRows, panels from kAvxVnniPanelRows, on a

@@ -3,8 +3,9 @@
 // smaller x86 CPU: each Highway target this build compiled and the CPU supports (here AVX3, AVX2,
 // SSE4, SSSE3 and SCALAR) with the AVX-512 VNNI intrinsic bodies switched off ("AVX2 without
 // VNNI" is a plain AVX2 machine), and for the quantized schemes also AVX2 with the AVX-VNNI
-// bodies (an Alder Lake class CPU, where the CPU has AVX-VNNI); their logits are compared with
-// those of the best path (the default dispatch).
+// bodies (an Alder Lake class CPU, where the CPU has AVX-VNNI), and for 8da8w on a CPU with AMX
+// the best target's VNNI bodies without the AMX panel; their logits are compared with those of
+// the best path (the default dispatch).
 // Every scheme and cache type that has target-specific kernels: f32, int8, int4 (symmetric and
 // asymmetric groups), 8da4w, 8da8w, the int8 KV cache; prefill chunks of 32 rows so the panel
 // GEMMs run as well as the decode tiles. And on every such path the contract's conformance
@@ -21,6 +22,7 @@
 #include "e2e/artifacts.h"
 #include "hwy/targets.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul_q_amx.h"
 #include "kernels/matmul_q_dotprod.h"
 #include "kernels/matmul_q_vnni.h"
 #include "llm/conformance.h"
@@ -100,6 +102,7 @@ struct DefaultDispatch {
   ~DefaultDispatch() {
     kernels::ForceSimdTargetForTest(0);
     kernels::SetVnniEnabledForTest(true);
+    kernels::SetAmxEnabledForTest(true);
     kernels::SetAvxVnniEnabledForTest(true);
     kernels::SetDotprodEnabledForTest(true);
     kernels::SetI8mmEnabledForTest(true);
@@ -115,15 +118,18 @@ struct KernelPath {
   bool avx_vnni = false;
   bool dotprod = false;
   bool i8mm = false;
+  bool vnni_without_amx = false;  // the AVX-512 VNNI bodies with the AMX panel off (an Ice Lake class CPU)
   std::string Name() const {
     const std::string name = hwy::TargetName(target);
+    if (vnni_without_amx) return name + " with VNNI, without AMX";
     if (avx_vnni) return name + " with AVX-VNNI";
     if (dotprod) return name + (i8mm ? " with dot product and i8mm" : " with dot product");
     return name + (HWY_ARCH_ARM ? " without dot product" : " without VNNI");
   }
   void Select() const {
     kernels::ForceSimdTargetForTest(target);
-    kernels::SetVnniEnabledForTest(false);
+    kernels::SetVnniEnabledForTest(vnni_without_amx);
+    kernels::SetAmxEnabledForTest(false);
     kernels::SetAvxVnniEnabledForTest(avx_vnni);
     kernels::SetDotprodEnabledForTest(dotprod);
     kernels::SetI8mmEnabledForTest(i8mm);
@@ -140,6 +146,10 @@ std::vector<KernelPath> PathsBesidesTheDefault(const std::string& scheme) {
   const bool avx_vnni = kernels::AvxVnniAvailable() && scheme != "none";
   const bool dotprod = kernels::DotprodAvailable(), i8mm = kernels::I8mmAvailable();
   const bool dynamic = scheme.rfind("8da", 0) == 0;
+  // Where the default path runs the 8da8w prefill on AMX, the VNNI panels it replaces.
+  if (kernels::AmxAvailable() && scheme == "8da8w") {
+    paths.push_back({kernels::SupportedSimdTargets().front(), false, false, false, true});
+  }
   for (int64_t t : kernels::SupportedSimdTargets()) {
     if (avx_vnni && t == HWY_AVX2) paths.push_back({t, true, false, false});
     paths.push_back({t, false, dotprod, i8mm});
