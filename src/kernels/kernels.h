@@ -122,7 +122,7 @@ void SoftCap(float* x, int64_t n, float cap);
 const char* ActiveSimdTarget();
 
 // The intrinsics bodies that run beside that target's code for the quantized products: "VNNI"
-// (AVX-512 VNNI), "VNNI+AMX" (and the AMX panel of the 8da8w prefill products), "AVX-VNNI",
+// (AVX-512 VNNI), "VNNI+AMX" (and the AMX panels of the 8da4w / 8da8w prefill products), "AVX-VNNI",
 // "DOTPROD" (Arm sdot), "DOTPROD+I8MM" (and smmla), or "" when none does.
 const char* ActiveIntrinsicBodies();
 

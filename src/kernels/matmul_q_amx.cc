@@ -1,15 +1,15 @@
-// AMX panel GEMM for the prefill-shaped 8da8w products (see matmul_q_amx.h).
+// AMX panel GEMMs for the prefill-shaped 8da8w and 8da4w products (see matmul_q_amx.h).
 //
 // tdpbssd C += A·B multiplies signed bytes by signed bytes: A is 16 rows × 64 bytes (k), B is 16
-// rows of 4 consecutive k × 16 columns (the "VNNI layout"), C 16 × 16 int32. The weights are
-// the A operand as stored (row n, 64 k per tile row; tile rows K bytes apart), so nothing of the
-// weights is repacked. The activations of the call are transposed once into the VNNI panels'
-// layout (avx512_transpose.h: xt[panel][k/4][32 rows][4 bytes]), which is the B layout: a B tile
-// is 16 consecutive quads of 16 rows, 128 bytes apart. A block of 32 weight rows and a panel of
-// 32 activation rows keep 4 C tiles over the whole K (2 A + 2 B + 4 C = the 8 tiles); C holds
-// dot[weight row][activation row], so the epilogue transposes 16 × 16 results in registers to
-// write rows of y. The integer dot is exact and the epilogue is the VNNI panels' (Q8PanelTile),
-// so the results have the same bits as every other 8da8w path.
+// rows of 4 consecutive k × 16 columns (the "VNNI layout"), C 16 × 16 int32. The weights are the
+// A operand: a block of 32 weight rows is copied (8da8w) or unpacked to q − 8 (8da4w) into a slab
+// of whole tiles while the block before computes. The activations of the call are transposed
+// once into the VNNI panels' layout (avx512_transpose.h: xt[panel][k/4][32 rows][4 bytes]), which
+// is the B layout: a B tile is 16 consecutive quads of 16 rows, 128 bytes apart. A block of 32
+// weight rows and a panel of 32 activation rows use 4 C tiles (2 A + 2 B + 4 C = the 8 tiles); C
+// holds dot[weight row][activation row], so the epilogue transposes 16 × 16 results in registers
+// to write rows of y. The integer dots are exact and every f32 operation is the VNNI panels' in
+// their order, so the results have the same bits as every other 8da8w / 8da4w path.
 #include "kernels/matmul_q_amx.h"
 
 #include <algorithm>
@@ -223,7 +223,253 @@ SLM_AMX_TARGET double DotLoopBody(int64_t iters, int32_t* sink) {
   *sink = out[0];
   return double(iters) * 4 * 16 * 16 * 64 * 2;
 }
+
+// ---- 8da4w ----
+//
+// The same tiles with the int4 weights unpacked into the slab as signed q − 8 bytes, one block
+// of 32 weight rows at a time, and the 8da4w order of quant_kernels.h (the VNNI panels' and the
+// decode tiles'): per group an exact int32 dot — C = Σ (q − 8)·x, from G / kq tile steps of kq k
+// (kq = 32 for G = 32, else 64) — folded into f32 accumulators in group order, acc = fma(float(C),
+// scale, acc) (symmetric: C is Σ q·x − 8·Σx) or fma(float(gs), offset, fma(float(C + 8·gs),
+// scale, acc)) (asymmetric: C + 8·gs is Σ q·x), then fma(acc, xscale, bias or 0). The fold is
+// vector code per group on the 4 C tiles stored to L1, so it — not the tile unit — sets the pace
+// at G = 32.
+
+// Palette 1 with A tiles of 16 rows × 32 bytes and B tiles of 8 rows (32 k per tdpbssd).
+struct alignas(64) TileConfig32 {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {64, 64, 64, 64, 32, 32, 64, 64};
+  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 8, 8};
+};
+constexpr TileConfig32 kTileConfig32{};
+
+struct Q4AmxArgs {
+  const int8_t* xt;      // panels of the transposed activations (signed)
+  const float* xscale;   // [panels·kP], zeros past R
+  const int32_t* gs;     // [panels][groups][kP] group sums (asymmetric groups only)
+  const uint8_t* w;
+  const float* scales;   // [N, groups]
+  const float* offsets;  // [N, groups] or null (symmetric)
+  const float* bias;
+  float* y;
+  size_t R, K, N, G, kq;
+  int8_t* slabs[2];  // [K / kq][32][kq]: a block's codes q − 8 (this block's, the next one's)
+  int32_t* c;     // [32][kP]: one group's dots
+  float* acc;     // [32][kP]
+};
+
+// slab[k / kq][m][kq] = q − 8 for the 64-k chunks [c0, c1) of a block at w (chunk c: row
+// c / (K / 64), k = 64·(c % (K / 64)); rows K / 2 bytes apart, so chunk c's 32 bytes are at
+// w + 32·c). An A tile of kq k is then 16 · kq consecutive bytes. 32 bytes hold two 32-k blocks,
+// the low nibbles of block b k 32b..32b+15, its high nibbles k 32b+16..32b+31 (vnni::UnpackQ4Row).
+[[gnu::always_inline]] SLM_AMX_TARGET inline void UnpackQ4Chunks(const uint8_t* w, size_t K, size_t kq, int8_t* slab,
+                                                                 size_t c0, size_t c1) {
+  if (c0 >= c1) return;
+  const __m256i mask = _mm256_set1_epi8(0x0F), eight = _mm256_set1_epi8(8);
+  const size_t half = kq == 32 ? 32 * 32 : 32;  // from k to k + 32: the next 32-k tile, or on in the row
+  size_t m = c0 / (K / 64), k = c0 % (K / 64) * 64;
+  for (size_t c = c0; c < c1; ++c) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 32 * c));
+    const __m256i lo = _mm256_and_si256(v, mask), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+    int8_t* dst = slab + (k / kq) * 32 * kq + m * kq + k % kq;
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), _mm256_sub_epi8(_mm256_permute2x128_si256(lo, hi, 0x20), eight));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + half), _mm256_sub_epi8(_mm256_permute2x128_si256(lo, hi, 0x31), eight));
+    k += 64;
+    if (k == K) k = 0, ++m;
+  }
+}
+
+// The next block, unpacked into the other slab a few chunks per group step of this one (as
+// NextPack for 8da8w: unpacked before its tiles, the unpack was 10% of the 8da4w prefill and
+// waited for DRAM), its codes prefetched kPrefetchSteps steps ahead and its scales over the
+// block.
+struct NextQ4 {
+  const uint8_t* codes = nullptr;  // the next block's first row
+  int8_t* slab = nullptr;
+  size_t K = 0, kq = 0;
+  size_t chunks = 0, chunks_per_step = 0;  // 64-k chunks of the block (rows · K / 64)
+  const float* scales = nullptr;
+  size_t scale_lines = 0, scale_lines_per_step = 0;
+  static constexpr size_t kPrefetchSteps = 8;
+
+  [[gnu::always_inline]] SLM_AMX_TARGET void Step(size_t step) const {
+    const size_t c0 = std::min(chunks, step * chunks_per_step), c1 = std::min(chunks, c0 + chunks_per_step);
+    if (step == 0) Prefetch(0, kPrefetchSteps * chunks_per_step);
+    Prefetch((step + kPrefetchSteps) * chunks_per_step, (step + kPrefetchSteps + 1) * chunks_per_step);
+    for (size_t l = step * scale_lines_per_step; l < std::min(scale_lines, (step + 1) * scale_lines_per_step); ++l) {
+      PrefetchDecodeLine(reinterpret_cast<const uint8_t*>(scales) + l * 64);
+    }
+    UnpackQ4Chunks(codes, K, kq, slab, c0, c1);
+  }
+  // The lines holding chunks [c0, c1) (32 bytes each).
+  [[gnu::always_inline]] void Prefetch(size_t c0, size_t c1) const {
+    c1 = std::min(c1, chunks);
+    for (size_t c = c0 + (c0 % 2); c < c1; c += 2) PrefetchDecodeLine(codes + 32 * c);
+  }
+};
+
+// acc[m][j] (+)= the group's contribution for kBlocks·16 weight rows m of the block and the
+// panel's 32 rows j (see above); scales / offsets: the block's first row's, `groups` apart.
+// kAsym: a template argument, so that the symmetric fold is a straight run of loads and FMAs.
+template <int kBlocks, bool kAsym>
+SLM_AMX_TARGET void FoldGroup(const Q4AmxArgs& s, const int32_t* gs_g, const float* scales, const float* offsets,
+                              size_t groups, size_t g) {
+  __m512i eight_gs0 = _mm512_setzero_si512(), eight_gs1 = _mm512_setzero_si512();
+  __m512 gsf0 = _mm512_setzero_ps(), gsf1 = _mm512_setzero_ps();
+  if constexpr (kAsym) {
+    const __m512i v0 = _mm512_loadu_si512(gs_g), v1 = _mm512_loadu_si512(gs_g + 16);
+    eight_gs0 = _mm512_slli_epi32(v0, 3);
+    eight_gs1 = _mm512_slli_epi32(v1, 3);
+    gsf0 = _mm512_cvtepi32_ps(v0);
+    gsf1 = _mm512_cvtepi32_ps(v1);
+  }
+  #pragma GCC unroll 32
+  for (size_t m = 0; m < size_t(kBlocks) * 16; ++m) {
+    const __m512 vs = _mm512_set1_ps(scales[m * groups + g]);
+    float* a = s.acc + m * kP;
+    const int32_t* c = s.c + m * kP;
+    __m512 f0, f1;
+    if constexpr (kAsym) {
+      f0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_loadu_si512(c), eight_gs0)), vs, _mm512_loadu_ps(a));
+      f1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_loadu_si512(c + 16), eight_gs1)), vs, _mm512_loadu_ps(a + 16));
+      const __m512 vo = _mm512_set1_ps(offsets[m * groups + g]);
+      f0 = _mm512_fmadd_ps(gsf0, vo, f0);
+      f1 = _mm512_fmadd_ps(gsf1, vo, f1);
+    } else {
+      f0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(c)), vs, _mm512_loadu_ps(a));
+      f1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(c + 16)), vs, _mm512_loadu_ps(a + 16));
+    }
+    _mm512_storeu_ps(a, f0);
+    _mm512_storeu_ps(a + 16, f1);
+  }
+}
+
+// One panel of a block: the groups' tile steps and folds, then y's rows (WritePanel's epilogue
+// with acc for float(dot)·xscale: fma(acc, xscale, bias or 0) — written here, not by WritePanel,
+// whose operation order is the 8da8w one).
+template <int kBlocks>
+SLM_AMX_TARGET void Q4Panel(const Q4AmxArgs& s, const int8_t* slab, size_t n, size_t p, const NextQ4& next) {
+  const size_t groups = s.K / s.G, K = s.K, kq = s.kq;
+  const int8_t* xt = s.xt + p * kP * K;
+  const float* scales = s.scales + n * groups;
+  const float* offsets = s.offsets ? s.offsets + n * groups : nullptr;
+  for (size_t i = 0; i < size_t(kBlocks) * 16 * kP; i += 16) _mm512_storeu_ps(s.acc + i, _mm512_setzero_ps());
+  for (size_t g = 0; g < groups; ++g) {
+    next.Step(p * groups + g);
+    MemoryBarrier();
+    _tile_zero(0);
+    _tile_zero(1);
+    if constexpr (kBlocks == 2) {
+      _tile_zero(2);
+      _tile_zero(3);
+    }
+    for (size_t k = g * s.G; k < (g + 1) * s.G; k += kq) {
+      // A: 16 rows × kq bytes of the slab at k (rows kq bytes apart); B: kq / 4 quads of x.
+      const int8_t* a = slab + (k / kq) * 32 * kq;
+      _tile_loadd(4, a, kq);
+      _tile_loadd(6, xt + k * kP, kP * 4);
+      _tile_dpbssd(0, 4, 6);
+      _tile_loadd(7, xt + k * kP + 64, kP * 4);
+      _tile_dpbssd(1, 4, 7);
+      if constexpr (kBlocks == 2) {
+        _tile_loadd(5, a + 16 * kq, kq);
+        _tile_dpbssd(2, 5, 6);
+        _tile_dpbssd(3, 5, 7);
+      }
+    }
+    _tile_stored(0, s.c, kP * 4);
+    _tile_stored(1, s.c + 16, kP * 4);
+    if constexpr (kBlocks == 2) {
+      _tile_stored(2, s.c + 16 * kP, kP * 4);
+      _tile_stored(3, s.c + 16 * kP + 16, kP * 4);
+    }
+    MemoryBarrier();
+    if (offsets != nullptr) FoldGroup<kBlocks, true>(s, s.gs + (p * groups + g) * kP, scales, offsets, groups, g);
+    else FoldGroup<kBlocks, false>(s, nullptr, scales, nullptr, groups, g);
+  }
+  for (int mh = 0; mh < kBlocks; ++mh) {
+    for (size_t half = 0; half < kP / 16; ++half) {
+      const size_t row0 = p * kP + half * 16;
+      if (row0 >= s.R) break;
+      const __m512 xs = _mm512_loadu_ps(s.xscale + row0);
+      __m512i r[16];
+      for (int i = 0; i < 16; ++i) {
+        const size_t m = size_t(mh * 16 + i);
+        const __m512 b = _mm512_set1_ps(s.bias ? s.bias[n + m] : 0.0f);
+        r[i] = _mm512_castps_si512(_mm512_fmadd_ps(_mm512_loadu_ps(s.acc + m * kP + half * 16), xs, b));
+      }
+      Transpose16x16(r);
+      const size_t rows = std::min<size_t>(16, s.R - row0);
+      for (size_t j = 0; j < rows; ++j) _mm512_storeu_si512(s.y + (row0 + j) * s.N + n + size_t(mh) * 16, r[j]);
+    }
+  }
+}
 }  // namespace
+
+SLM_AMX_TARGET int64_t MatMulQ4DynPanelAmx(const int8_t* xq, const float* xscale, const int32_t* group_sums,
+                                           const uint8_t* w, const float* scales, const float* offsets,
+                                           const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G,
+                                           int64_t n_begin, int64_t n_end) {
+  // G: whole tile steps per group (32, or a multiple of 64).
+  if (!AmxAvailable() || K % 64 != 0 || G <= 0 || (G != 32 && G % 64 != 0) || K % G != 0 || n_end - n_begin < 16) {
+    return n_begin;
+  }
+  const size_t rows = size_t(R), k = size_t(K), panels = (rows + kP - 1) / kP, groups = k / size_t(G);
+  const size_t xt_bytes = Align64(panels * kP * k), xs_bytes = Align64(panels * kP * sizeof(float));
+  const size_t gs_bytes = Align64(panels * groups * kP * sizeof(int32_t)), tile_bytes = 32 * kP * sizeof(int32_t);
+  uint8_t* scratch = PanelScratch(xt_bytes + xs_bytes + gs_bytes + 2 * tile_bytes + 2 * 32 * k);
+  Q4AmxArgs s{};
+  int8_t* xt = reinterpret_cast<int8_t*>(scratch);
+  float* xscale_pad = reinterpret_cast<float*>(scratch + xt_bytes);
+  int32_t* gs = reinterpret_cast<int32_t*>(scratch + xt_bytes + xs_bytes);
+  s.c = reinterpret_cast<int32_t*>(scratch + xt_bytes + xs_bytes + gs_bytes);
+  s.acc = reinterpret_cast<float*>(scratch + xt_bytes + xs_bytes + gs_bytes + tile_bytes);
+  s.slabs[0] = reinterpret_cast<int8_t*>(scratch + xt_bytes + xs_bytes + gs_bytes + 2 * tile_bytes);
+  s.slabs[1] = s.slabs[0] + 32 * k;
+  TransposeQuads(xq, rows, k, 0, xt);
+  PadToPanels(xscale, rows, panels * kP, xscale_pad);
+  if (offsets != nullptr) vnni::GroupSumsToPanels<kP>(group_sums, rows, groups, gs);
+  s.xt = xt;
+  s.xscale = xscale_pad;
+  s.gs = gs;
+  s.w = w;
+  s.scales = scales;
+  s.offsets = offsets;
+  s.bias = bias;
+  s.y = y;
+  s.R = rows;
+  s.K = k;
+  s.N = size_t(N);
+  s.G = size_t(G);
+  s.kq = G == 32 ? 32 : 64;
+  if (s.kq == 32) _tile_loadconfig(&kTileConfig32);
+  else _tile_loadconfig(&kTileConfig);
+  size_t n = size_t(n_begin);
+  const size_t end = size_t(n_end);
+  // Blocks of 32 weight rows, then one of 16 if 16 are left; each unpacked while the one before
+  // computes (the first before).
+  auto block_rows = [end](size_t at) -> size_t { return at + 32 <= end ? 32 : at + 16 <= end ? 16 : 0; };
+  size_t block = block_rows(n);
+  UnpackQ4Chunks(w + n * (k / 2), k, s.kq, s.slabs[0], 0, block * k / 64);
+  for (int cur = 0; block != 0; cur ^= 1) {
+    const size_t next_n = n + block, next_block = block_rows(next_n), steps = panels * groups;
+    NextQ4 next{w + next_n * (k / 2), s.slabs[cur ^ 1], k, s.kq, next_block * k / 64, 0, scales + next_n * groups,
+                (next_block * groups * sizeof(float) + 63) / 64, 0};
+    next.chunks_per_step = (next.chunks + steps - 1) / steps;
+    next.scale_lines_per_step = (next.scale_lines + steps - 1) / steps;
+    MemoryBarrier();
+    for (size_t p = 0; p < panels; ++p) {
+      if (block == 32) Q4Panel<2>(s, s.slabs[cur], n, p, next);
+      else Q4Panel<1>(s, s.slabs[cur], n, p, next);
+    }
+    n = next_n;
+    block = next_block;
+  }
+  _tile_release();
+  return int64_t(n);
+}
 
 double AmxDotLoop(int64_t iters, int32_t* sink) {
   if (!AmxAvailable()) return 0;
@@ -273,6 +519,10 @@ SLM_AMX_TARGET int64_t MatMulQ8DynPanelAmx(const int8_t* xq, const float* xscale
 double AmxDotLoop(int64_t, int32_t*) { return 0; }
 int64_t MatMulQ8DynPanelAmx(const int8_t*, const float*, const int8_t*, const float*, const float*, float*,
                             int64_t, int64_t, int64_t, int64_t n_begin, int64_t) {
+  return n_begin;
+}
+int64_t MatMulQ4DynPanelAmx(const int8_t*, const float*, const int32_t*, const uint8_t*, const float*, const float*,
+                            const float*, float*, int64_t, int64_t, int64_t, int64_t, int64_t n_begin, int64_t) {
   return n_begin;
 }
 

@@ -1,5 +1,5 @@
 // Intel AMX (advanced matrix extensions: 8 tile registers of 16 rows × 64 bytes, `tdpbssd` a
-// 16×16×64 int8 product per instruction) for the prefill-shaped 8da8w products. Used by the
+// 16×16×64 int8 product per instruction) for the prefill-shaped 8da8w and 8da4w products. Used by the
 // AVX-512 VNNI dispatch (matmul_q_vnni.cc) from kVnniPanelRows rows when the CPU has AMX-INT8 and
 // the OS let this process use the tile state; the columns it cannot take go to the VNNI panels.
 #pragma once
@@ -25,5 +25,13 @@ double AmxDotLoop(int64_t iters, int32_t* sink);
 int64_t MatMulQ8DynPanelAmx(const int8_t* xq, const float* xscale, const int8_t* w,
                             const float* scales, const float* bias, float* y, int64_t R, int64_t K,
                             int64_t N, int64_t n_begin, int64_t n_end);
+
+// The same for the 8da4w products (MatMulQ4DynColumns): the 8da4w order of quant_kernels.h, so
+// the bits of the VNNI panels and the decode tiles. Takes G = 32 or a multiple of 64; returns
+// n_begin (nothing written) for other groups, K % 64 != 0 or no AMX.
+int64_t MatMulQ4DynPanelAmx(const int8_t* xq, const float* xscale, const int32_t* group_sums,
+                            const uint8_t* w, const float* scales, const float* offsets,
+                            const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G,
+                            int64_t n_begin, int64_t n_end);
 
 }  // namespace slm::kernels

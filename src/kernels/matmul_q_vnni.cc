@@ -462,7 +462,9 @@ bool MatMulQ4DynColumnsVnni(const int8_t* xq, const float* xscale, const int32_t
                             const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G,
                             int64_t n_begin, int64_t n_end) {
   if (!VnniAvailable() || K % 64 != 0 || (G != 32 && G % 64 != 0)) return false;
-  if (R >= kVnniPanelRows) {
+  if (R >= kVnniPanelRows) {  // AMX where the CPU has it, for whole blocks of 16 columns
+    n_begin = MatMulQ4DynPanelAmx(xq, xscale, group_sums, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end);
+    if (n_begin == n_end) return true;
     MatMulQ4DynPanelVnni(xq, xscale, group_sums, w, scales, offsets, bias, y, R, K, N, G, n_begin, n_end);
     return true;
   }

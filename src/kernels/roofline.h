@@ -36,7 +36,8 @@ double MeasureInt8DotPeak(ThreadPool& pool, double seconds);
 // int8 → int16 widen, pairwise multiply-add into int32).
 const char* Int8PeakInstruction();
 // AMX tdpbssd peak in OP/s over all pool threads (4 independent tile chains per thread), which
-// the 8da8w prefill products run on where the CPU has AMX-INT8 (matmul_q_amx.h); 0 without AMX.
+// the 8da4w / 8da8w prefill products run on where the CPU has AMX-INT8 (matmul_q_amx.h); 0
+// without AMX.
 double MeasureAmxInt8Peak(ThreadPool& pool, double seconds);
 
 }  // namespace slm::kernels

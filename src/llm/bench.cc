@@ -205,7 +205,7 @@ std::string BenchResult::ToText() const {
     os << line;
     if (amx_int8_op_s > 0) {
       std::snprintf(line, sizeof line, "roofline: AMX int8 %.1f GOP/s (tdpbssd)%s\n", amx_int8_op_s / 1e9,
-                    amx_prefill ? ": the 8da8w prefill products run on it" : "");
+                    amx_prefill ? ": the 8da4w / 8da8w prefill products run on it" : "");
       os << line;
     }
     std::snprintf(line, sizeof line, "decode: %.1f%% of the DRAM bound (%.2f tok/s); %.1f%% of the bound probed around each repeat (median)\n",
@@ -295,8 +295,8 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
       SLM_ASSIGN_OR_RETURN(graph::Graph g, program->artifact().LoadMethod(widest->name));
       r.prefill_flops_per_token = MethodMatMulFlops(g) / double(widest->step);
       for (const graph::Op& op : g.ops) {
-        const bool q8_dynamic = op.kind == graph::OpKind::kMatMulQ && op.ints[0] == 8 && op.ints[3] != 0;
-        if (q8_dynamic && kernels::AmxAvailable()) r.amx_prefill = true;
+        const bool dynamic = op.kind == graph::OpKind::kMatMulQ && op.ints[3] != 0;
+        if (dynamic && kernels::AmxAvailable()) r.amx_prefill = true;
       }
     } else {
       r.prefill_flops_per_token = r.flops_per_token;  // decode-only artifact: prompts go one token at a time

@@ -60,8 +60,8 @@ struct BenchResult {
   double prefill_flops_per_token = 0; // a full prefill chunk's matmul FLOPs / its T (the vocab
                                       // matmul runs on the selected row only)
   bool dynamic_int8 = false;          // 8da*: prefill compares with the int8 peak
-  // 8da8w products in the prefill methods and a CPU with AMX-INT8: those run on tdpbssd
-  // (kernels/matmul_q_amx.h), so prefill is compared with the AMX peak as well.
+  // Dynamic (8da4w / 8da8w) products in the prefill methods and a CPU with AMX-INT8: those run
+  // on tdpbssd (kernels/matmul_q_amx.h), so prefill is compared with the AMX peak as well.
   bool amx_prefill = false;
   std::vector<std::pair<int64_t, Spread>> prefill_tok_s;  // per prompt length
   Spread decode_tok_s;

@@ -80,8 +80,8 @@ TEST(SimdDispatchTest, ActiveIntrinsicBodiesNamesTheFamilyTheDispatchTakes) {
 // bench's int8 peak names the instruction it probes, the one the dynamic prefill dispatches to.
 TEST(SimdDispatchTest, Int8PeakInstructionFollowsTheIntrinsicBodies) {
   const std::string bodies = ActiveIntrinsicBodies();
-  // The AMX panel takes the 8da8w products only; the 8da4w ones stay on vpdpbusd (its peak is
-  // probed apart: MeasureAmxInt8Peak).
+  // With AMX the prefill products' tiles are tdpbssd, probed apart (MeasureAmxInt8Peak); decode
+  // and the columns the AMX panels leave stay on vpdpbusd, the int8 peak bench reports first.
   const std::string expected = bodies == "VNNI" || bodies == "VNNI+AMX" ? "vpdpbusd"
                                : bodies == "AVX-VNNI"     ? "vpdpbusd (256-bit, AVX-VNNI)"
                                : bodies == "DOTPROD+I8MM" ? "smmla"

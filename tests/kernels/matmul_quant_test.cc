@@ -551,6 +551,72 @@ TEST_F(AmxMatMulTest, PrefillRowsEqualTheOneRowPathBitForBit) {
   }
 }
 
+// 8da4w: y over columns [begin, end) with the AMX panel on or off (other columns left at −7).
+std::vector<float> Q4DynColumns(const std::vector<int8_t>& xq, const std::vector<float>& xs,
+                                const std::vector<int32_t>& gs, const Q4Weights& q, const float* bias, bool asym,
+                                int64_t R, int64_t K, int64_t N, int64_t G, bool amx, int64_t begin, int64_t end) {
+  std::vector<float> y(size_t(R * N), -7.0f);
+  SetAmxEnabledForTest(amx);
+  MatMulQ4DynColumns(xq.data(), xs.data(), gs.data(), q.w.data(), q.scales.data(), asym ? q.offsets.data() : nullptr,
+                     bias, y.data(), R, K, N, G, begin, end);
+  SetAmxEnabledForTest(true);
+  return y;
+}
+
+TEST_F(AmxMatMulTest, Int4PanelMatchesReferenceAndGivesTheVnniPanelsBits) {
+  // G = 32 (32-k tile steps), 64, 128 and 256 (several 64-k steps per group); symmetric and
+  // asymmetric groups; N with 32- and 16-column blocks and VNNI tails; partial panels.
+  for (int64_t G : {32, 64, 128, 256}) {
+    for (int64_t R : {kVnniPanelRows, int64_t{47}, int64_t{70}}) {
+      for (int64_t K : {256, 768}) {
+        for (int64_t N : {16, 31, 48, 50}) {
+          const bool asym = (R + N + G) % 2 == 1, bias = N % 2 == 0;
+          ASSERT_TRUE(Q4Matches(R, K, N, G, asym, bias, true));
+          const auto x = RandomFloats(size_t(R * K), uint32_t(R + K + N + G));
+          std::vector<int8_t> xq(size_t(R * K));
+          std::vector<float> xs(static_cast<size_t>(R));
+          std::vector<int32_t> gs(size_t(R * K / G));
+          QuantizeRowsI8(x.data(), xq.data(), xs.data(), gs.data(), R, K, G);
+          const Q4Weights q = RandomQ4(N, K, G, uint32_t(N * 5 + G));
+          const auto b = RandomFloats(size_t(N), 3);
+          const float* bp = bias ? b.data() : nullptr;
+          const auto amx = Q4DynColumns(xq, xs, gs, q, bp, asym, R, K, N, G, true, 0, N);
+          const auto vnni = Q4DynColumns(xq, xs, gs, q, bp, asym, R, K, N, G, false, 0, N);
+          ASSERT_TRUE(SameBits(amx, vnni, N)) << "G=" << G << " R=" << R << " K=" << K << " N=" << N << " asym=" << asym;
+        }
+      }
+    }
+  }
+}
+
+TEST_F(AmxMatMulTest, Int4ColumnRangesGiveTheWholeProductsBitsAndTouchNoOtherColumn) {
+  EXPECT_TRUE(Int4ColumnRangesGiveTheWholeProductsBits());
+}
+
+TEST_F(AmxMatMulTest, Int4PrefillRowsEqualTheOneRowPathBitForBit) {
+  for (int64_t G : {32, 128}) {
+    for (int64_t R : {32, 33, 70}) {
+      for (int64_t N : {16, 35}) ASSERT_TRUE(RowsEqualTheOneRowPath(true, R, 256, N, G, N == 35, R != 33));
+    }
+  }
+}
+
+TEST_F(AmxMatMulTest, Int4PanelTakesGroupsOf32OrWhole64KSteps) {
+  std::vector<int8_t> xq(32 * 192, 1);
+  std::vector<float> xs(32, 1.0f), sc(32 * 192 / 32, 1.0f), y(32 * 32);
+  std::vector<int32_t> gs(32 * 192 / 32, 0);
+  std::vector<uint8_t> w(32 * 96, 0x88);
+  auto run = [&](int64_t K, int64_t G) {
+    return MatMulQ4DynPanelAmx(xq.data(), xs.data(), gs.data(), w.data(), sc.data(), nullptr, nullptr, y.data(), 32, K, 32,
+                               G, 0, 32);
+  };
+  EXPECT_EQ(run(192, 32), 32);
+  EXPECT_EQ(run(192, 64), 32);
+  EXPECT_EQ(run(192, 192), 32);  // 3 tile steps of 64 k per group
+  EXPECT_EQ(run(192, 96), 0);    // a group of 1.5 tile steps
+  EXPECT_EQ(run(160, 32), 0);    // K % 64 != 0
+}
+
 TEST_F(AmxMatMulTest, PanelTakesWholeBlocksOf16ColumnsAndLeavesTheRest) {
   const Q8DynCase c = RandomQ8DynCase(32, 128, 64, 9);
   std::vector<float> y(32 * 64, 0.0f);

@@ -3,9 +3,9 @@
 // smaller x86 CPU: each Highway target this build compiled and the CPU supports (here AVX3, AVX2,
 // SSE4, SSSE3 and SCALAR) with the AVX-512 VNNI intrinsic bodies switched off ("AVX2 without
 // VNNI" is a plain AVX2 machine), and for the quantized schemes also AVX2 with the AVX-VNNI
-// bodies (an Alder Lake class CPU, where the CPU has AVX-VNNI), and for 8da8w on a CPU with AMX
-// the best target's VNNI bodies without the AMX panel; their logits are compared with those of
-// the best path (the default dispatch).
+// bodies (an Alder Lake class CPU, where the CPU has AVX-VNNI), and for 8da4w / 8da8w on a CPU
+// with AMX the best target's VNNI bodies without the AMX panels; their logits are compared with
+// those of the best path (the default dispatch).
 // Every scheme and cache type that has target-specific kernels: f32, int8, int4 (symmetric and
 // asymmetric groups), 8da4w, 8da8w, the int8 KV cache; prefill chunks of 32 rows so the panel
 // GEMMs run as well as the decode tiles. And on every such path the contract's conformance
@@ -146,8 +146,8 @@ std::vector<KernelPath> PathsBesidesTheDefault(const std::string& scheme) {
   const bool avx_vnni = kernels::AvxVnniAvailable() && scheme != "none";
   const bool dotprod = kernels::DotprodAvailable(), i8mm = kernels::I8mmAvailable();
   const bool dynamic = scheme.rfind("8da", 0) == 0;
-  // Where the default path runs the 8da8w prefill on AMX, the VNNI panels it replaces.
-  if (kernels::AmxAvailable() && scheme == "8da8w") {
+  // Where the default path runs the dynamic prefill products on AMX, the VNNI panels it replaces.
+  if (kernels::AmxAvailable() && scheme.rfind("8da", 0) == 0) {
     paths.push_back({kernels::SupportedSimdTargets().front(), false, false, false, true});
   }
   for (int64_t t : kernels::SupportedSimdTargets()) {
