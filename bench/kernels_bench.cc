@@ -466,7 +466,7 @@ BENCHMARK(BM_DecodeWalkF32)->ArgsProduct({{2048}, {8192}, {1, 2}})->Unit(benchma
 // The body the dynamic products run, state.range(3), for side-by-side ratios in one run: 0 the
 // Highway body of the dispatched target, 1 AVX-512 VNNI, 2 AVX-VNNI (with the Highway AVX2 body
 // for the rows between its tiles and panels, as on an AVX-VNNI CPU), 3 the Highway AVX2 body,
-// 4 AVX-512 VNNI with the AMX panel (8da8w from kVnniPanelRows rows; 8da4w as 1).
+// 4 AVX-512 VNNI with the AMX panels (from kVnniPanelRows rows).
 // Restores the default dispatch when it goes out of scope.
 class DynamicBody {
  public:
@@ -542,12 +542,13 @@ BENCHMARK(BM_MatMulQ4G32) SLM_QUANT_SHAPES;
       ->ArgsProduct({{4, 8, 12}, {2048}, {2048}, {2, 3}})                                                           \
       ->ArgNames({"R", "K", "N", "body"})->Unit(benchmark::kMicrosecond)
 BENCHMARK(BM_MatMulQ8Dyn) SLM_DYN_SHAPES;
-// 8da8w prefill shapes of the 1B model (q / o, gate / up, down), VNNI panels against AMX.
-BENCHMARK(BM_MatMulQ8Dyn)
-    ->ArgsProduct({{128, 512}, {2048}, {2048, 8192}, {1, 4}})
-    ->ArgsProduct({{128, 512}, {8192}, {2048}, {1, 4}})
-    ->ArgNames({"R", "K", "N", "body"})
-    ->Unit(benchmark::kMicrosecond);
+// Prefill shapes of the 1B model (q / o, gate / up, down), VNNI panels against AMX.
+#define SLM_AMX_SHAPES                                          \
+  ->ArgsProduct({{128, 512}, {2048}, {2048, 8192}, {1, 4}})     \
+      ->ArgsProduct({{128, 512}, {8192}, {2048}, {1, 4}})       \
+      ->ArgNames({"R", "K", "N", "body"})->Unit(benchmark::kMicrosecond)
+BENCHMARK(BM_MatMulQ8Dyn) SLM_AMX_SHAPES;
+BENCHMARK(BM_MatMulQ4DynG32) SLM_AMX_SHAPES;
 
 // tdpbssd's peak on one core: 4 independent 16×16×64 tile products per round.
 void BM_AmxDotPeak(benchmark::State& state) {
