@@ -39,7 +39,12 @@ bool CpuHasAmxInt8() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
   const bool amx_tile = (d >> 24) & 1, amx_int8 = (d >> 25) & 1;
-  if (!amx_tile || !amx_int8 || !VnniAvailable()) return false;
+  // The CPU's AVX-512 VNNI itself (the panels' transposes and epilogues), not VnniAvailable():
+  // that one also answers to the tests' switch, and this answer is cached for the process.
+  __builtin_cpu_init();
+  const bool avx512_vnni = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                           __builtin_cpu_supports("avx512vnni");
+  if (!amx_tile || !amx_int8 || !avx512_vnni) return false;
   // Linux enables the 8 KB tile data state per process on request (it is "dynamically
   // enabled": without the permission the first tile instruction raises SIGILL). The request
   // covers every thread of the process, those running already included.
@@ -52,7 +57,9 @@ bool CpuHasAmxInt8() {
 CpuFeature amx(CpuHasAmxInt8, "SLM_DISABLE_AMX");
 }  // namespace
 
-bool AmxAvailable() { return amx.Available(); }
+// Off with the VNNI bodies too (SLM_DISABLE_VNNI, a Highway target below AVX3): the AMX panels
+// run inside their dispatch.
+bool AmxAvailable() { return amx.Available() && VnniAvailable(); }
 void SetAmxEnabledForTest(bool enabled) { amx.SetEnabledForTest(enabled); }
 
 #if SLM_HAVE_AMX_KERNELS
@@ -67,18 +74,37 @@ using vnni::TransposeQuads;
 
 constexpr size_t kP = kQuadPanelRows;
 
-// Palette 1, every tile 16 rows of 64 bytes. A constant in read-only data: GCC 12's
-// _tile_loadconfig tells the compiler it reads 8 bytes of the struct, so a local one could be
+// Palette 1: C tiles 0..3 of 16 rows × 64 bytes, A tiles 4 and 5 of 16 rows × k_bytes, B tiles 6
+// and 7 of k_bytes / 4 rows × 64 bytes (k_bytes k per tdpbssd). Constants in read-only data: GCC
+// 12's _tile_loadconfig tells the compiler it reads 8 bytes of the struct, so a local one could be
 // loaded before its other stores were made.
 struct alignas(64) TileConfig {
   uint8_t palette = 1;
   uint8_t start_row = 0;
   uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
-  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
 };
 static_assert(sizeof(TileConfig) == 64);
-constexpr TileConfig kTileConfig{};
+constexpr TileConfig MakeTileConfig(uint16_t k_bytes) {
+  TileConfig c;
+  for (int t = 0; t < 8; ++t) {
+    c.colsb[t] = t == 4 || t == 5 ? k_bytes : 64;
+    c.rows[t] = t == 6 || t == 7 ? uint8_t(k_bytes / 4) : 16;
+  }
+  return c;
+}
+constexpr TileConfig kTileConfig = MakeTileConfig(64);
+constexpr TileConfig kTileConfig32 = MakeTileConfig(32);  // 8da4w, G = 32
+
+// y[row0 + j, i] = r[i] lane j for the rows row0 + j < R (y: the first of 16 columns, rows N
+// apart): the tiles' C holds dot[weight row][activation row], so 16 × 16 results are transposed
+// in registers and each row of y gets 16 contiguous columns.
+SLM_AMX_TARGET inline void StoreTransposed(__m512i (&r)[16], float* y, size_t row0, size_t R, size_t N) {
+  Transpose16x16(r);
+  const size_t rows = std::min<size_t>(16, R - row0);
+  for (size_t j = 0; j < rows; ++j) _mm512_storeu_si512(y + (row0 + j) * N, r[j]);
+}
 
 // GCC 12's tile load and store intrinsics are asm statements that declare no memory operands:
 // without this barrier the compiler may move stores of what a tile loads after the load, or loads
@@ -178,9 +204,7 @@ SLM_AMX_TARGET void WritePanel(const int32_t* c, const float* xscale, const floa
         const __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(c + m * kP + half * 16)), xs);
         r[i] = _mm512_castps_si512(_mm512_fmadd_ps(v, _mm512_set1_ps(scales[m]), _mm512_set1_ps(bias ? bias[m] : 0.0f)));
       }
-      Transpose16x16(r);  // r[j]: row row0 + j, weight rows mh·16 .. mh·16 + 16
-      const size_t rows = std::min<size_t>(16, R - row0);
-      for (size_t j = 0; j < rows; ++j) _mm512_storeu_si512(y + (row0 + j) * N + size_t(mh) * 16, r[j]);
+      StoreTransposed(r, y + size_t(mh) * 16, row0, R, N);
     }
   }
 }
@@ -235,15 +259,6 @@ SLM_AMX_TARGET double DotLoopBody(int64_t iters, int32_t* sink) {
 // vector code per group on the 4 C tiles stored to L1, so it — not the tile unit — sets the pace
 // at G = 32.
 
-// Palette 1 with A tiles of 16 rows × 32 bytes and B tiles of 8 rows (32 k per tdpbssd).
-struct alignas(64) TileConfig32 {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {64, 64, 64, 64, 32, 32, 64, 64};
-  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 8, 8};
-};
-constexpr TileConfig32 kTileConfig32{};
 
 struct Q4AmxArgs {
   const int8_t* xt;      // panels of the transposed activations (signed)
@@ -400,9 +415,7 @@ SLM_AMX_TARGET void Q4Panel(const Q4AmxArgs& s, const int8_t* slab, size_t n, si
         const __m512 b = _mm512_set1_ps(s.bias ? s.bias[n + m] : 0.0f);
         r[i] = _mm512_castps_si512(_mm512_fmadd_ps(_mm512_loadu_ps(s.acc + m * kP + half * 16), xs, b));
       }
-      Transpose16x16(r);
-      const size_t rows = std::min<size_t>(16, s.R - row0);
-      for (size_t j = 0; j < rows; ++j) _mm512_storeu_si512(s.y + (row0 + j) * s.N + n + size_t(mh) * 16, r[j]);
+      StoreTransposed(r, s.y + n + size_t(mh) * 16, row0, s.R, s.N);
     }
   }
 }

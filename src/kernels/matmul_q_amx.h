@@ -8,8 +8,9 @@
 
 namespace slm::kernels {
 
-// True when the CPU has AMX-TILE and AMX-INT8, the kernel granted this process the tile data
-// state (arch_prctl ARCH_REQ_XCOMP_PERM, asked once) and SLM_DISABLE_AMX is unset (or "0").
+// True when the CPU has AMX-TILE, AMX-INT8 and AVX-512 VNNI, the kernel granted this process the
+// tile data state (arch_prctl ARCH_REQ_XCOMP_PERM, asked once), SLM_DISABLE_AMX is unset (or "0")
+// and the VNNI bodies are in use (VnniAvailable()).
 bool AmxAvailable();
 // Tests and `--simd-target`: false routes the dispatch past the AMX bodies.
 void SetAmxEnabledForTest(bool enabled);

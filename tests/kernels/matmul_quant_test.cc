@@ -617,6 +617,15 @@ TEST_F(AmxMatMulTest, Int4PanelTakesGroupsOf32OrWhole64KSteps) {
   EXPECT_EQ(run(160, 32), 0);    // K % 64 != 0
 }
 
+// The AMX panels run inside the VNNI dispatch: switching VNNI off (a test, SLM_DISABLE_VNNI, a
+// lower --simd-target) switches them off, and on again with it — whichever was asked first.
+TEST_F(AmxMatMulTest, FollowsTheVnniSwitch) {
+  SetVnniEnabledForTest(false);
+  EXPECT_FALSE(AmxAvailable());
+  SetVnniEnabledForTest(true);
+  EXPECT_TRUE(AmxAvailable());
+}
+
 TEST_F(AmxMatMulTest, PanelTakesWholeBlocksOf16ColumnsAndLeavesTheRest) {
   const Q8DynCase c = RandomQ8DynCase(32, 128, 64, 9);
   std::vector<float> y(32 * 64, 0.0f);
