@@ -100,6 +100,10 @@ constexpr TileConfig kTileConfig32 = MakeTileConfig(32);  // 8da4w, G = 32
 // y[row0 + j, i] = r[i] lane j for the rows row0 + j < R (y: the first of 16 columns, rows N
 // apart): the tiles' C holds dot[weight row][activation row], so 16 × 16 results are transposed
 // in registers and each row of y gets 16 contiguous columns.
+// The weight rows of the block at column `at` of [.., end): blocks of 32 rows (2 A tiles), then
+// one of 16 if 16 are left, then none (the VNNI panel takes the rest).
+inline size_t BlockRows(size_t at, size_t end) { return at + 32 <= end ? 32 : at + 16 <= end ? 16 : 0; }
+
 SLM_AMX_TARGET inline void StoreTransposed(__m512i (&r)[16], float* y, size_t row0, size_t R, size_t N) {
   Transpose16x16(r);
   const size_t rows = std::min<size_t>(16, R - row0);
@@ -152,12 +156,20 @@ struct NextPack {
   static constexpr size_t kPrefetchSteps = 8;
 };
 
+// Nothing to do between tile steps (TileDots of the 8da4w groups: their next block's work goes per
+// group).
+struct NoStepWork {
+  [[gnu::always_inline]] void Step(size_t) const {}
+};
+
 // Tiles: C 0..3 (C[2a + b] = A a × B b), A (weights) 4 and 5, B (activation halves) 6 and 7.
-// c[m][j] (32 × kP int32) = Σ_k w[m, k]·x[j, k] for kBlocks·16 weight rows m (the packed slab)
-// and the panel's rows j. step0: this panel's first step within the block, for the next pack.
-template <int kBlocks>
-SLM_AMX_TARGET void DotTiles(const int8_t* xt, const int8_t* slab, size_t K, int32_t* c, const NextPack& next,
-                             size_t step0) {
+// c[m][j] (32 × kP int32) = Σ_{k in [k0, k1)} w[m, k]·x[j, k] for kBlocks·16 weight rows m and the
+// panel's rows j, in steps of kq k (the tile configuration's: 64, or 32 for 8da4w G = 32). slab:
+// the block's weights as [k / kq][32 rows][kq bytes], so an A tile is 16·kq consecutive bytes.
+// work.Step(step0 + i) runs before step i (the next block's pack and prefetches).
+template <int kBlocks, class Work>
+SLM_AMX_TARGET void TileDots(const int8_t* xt, const int8_t* slab, size_t k0, size_t k1, size_t kq, int32_t* c,
+                             const Work& work, size_t step0) {
   MemoryBarrier();
   _tile_zero(0);
   _tile_zero(1);
@@ -165,15 +177,16 @@ SLM_AMX_TARGET void DotTiles(const int8_t* xt, const int8_t* slab, size_t K, int
     _tile_zero(2);
     _tile_zero(3);
   }
-  for (size_t k = 0; k < K; k += 64) {
-    next.Step(step0 + k / 64);
-    _tile_loadd(4, slab + k * 32, 64);
-    _tile_loadd(6, xt + k * kP, kP * 4);  // quads k/4 .. k/4 + 16, rows 0..16
+  const int8_t* a = slab + k0 / kq * 32 * kq;
+  for (size_t k = k0; k < k1; k += kq, a += 32 * kq) {
+    work.Step(step0++);
+    _tile_loadd(4, a, kq);
+    _tile_loadd(6, xt + k * kP, kP * 4);  // quads k/4 .. k/4 + kq/4, rows 0..16
     _tile_dpbssd(0, 4, 6);
     _tile_loadd(7, xt + k * kP + 64, kP * 4);  // rows 16..32
     _tile_dpbssd(1, 4, 7);
     if constexpr (kBlocks == 2) {
-      _tile_loadd(5, slab + k * 32 + 1024, 64);
+      _tile_loadd(5, a + 16 * kq, kq);
       _tile_dpbssd(2, 5, 6);
       _tile_dpbssd(3, 5, 7);
     }
@@ -217,7 +230,7 @@ SLM_AMX_TARGET void Block(const int8_t* xt, const float* xscale, const int8_t* s
   const size_t panels = (R + kP - 1) / kP, steps = panels * (K / 64);
   next.lines_per_step = (next.lines + steps - 1) / steps;
   for (size_t p = 0; p < panels; ++p) {
-    DotTiles<kBlocks>(xt + p * kP * K, slab, K, c, next, p * (K / 64));
+    TileDots<kBlocks>(xt + p * kP * K, slab, 0, K, 64, c, next, p * (K / 64));
     WritePanel<kBlocks>(c, xscale, scales + n, bias ? bias + n : nullptr, y + n, p, R, N);
   }
 }
@@ -366,41 +379,14 @@ SLM_AMX_TARGET void FoldGroup(const Q4AmxArgs& s, const int32_t* gs_g, const flo
 // whose operation order is the 8da8w one).
 template <int kBlocks>
 SLM_AMX_TARGET void Q4Panel(const Q4AmxArgs& s, const int8_t* slab, size_t n, size_t p, const NextQ4& next) {
-  const size_t groups = s.K / s.G, K = s.K, kq = s.kq;
-  const int8_t* xt = s.xt + p * kP * K;
+  const size_t groups = s.K / s.G, kq = s.kq;
+  const int8_t* xt = s.xt + p * kP * s.K;
   const float* scales = s.scales + n * groups;
   const float* offsets = s.offsets ? s.offsets + n * groups : nullptr;
   for (size_t i = 0; i < size_t(kBlocks) * 16 * kP; i += 16) _mm512_storeu_ps(s.acc + i, _mm512_setzero_ps());
   for (size_t g = 0; g < groups; ++g) {
     next.Step(p * groups + g);
-    MemoryBarrier();
-    _tile_zero(0);
-    _tile_zero(1);
-    if constexpr (kBlocks == 2) {
-      _tile_zero(2);
-      _tile_zero(3);
-    }
-    for (size_t k = g * s.G; k < (g + 1) * s.G; k += kq) {
-      // A: 16 rows × kq bytes of the slab at k (rows kq bytes apart); B: kq / 4 quads of x.
-      const int8_t* a = slab + (k / kq) * 32 * kq;
-      _tile_loadd(4, a, kq);
-      _tile_loadd(6, xt + k * kP, kP * 4);
-      _tile_dpbssd(0, 4, 6);
-      _tile_loadd(7, xt + k * kP + 64, kP * 4);
-      _tile_dpbssd(1, 4, 7);
-      if constexpr (kBlocks == 2) {
-        _tile_loadd(5, a + 16 * kq, kq);
-        _tile_dpbssd(2, 5, 6);
-        _tile_dpbssd(3, 5, 7);
-      }
-    }
-    _tile_stored(0, s.c, kP * 4);
-    _tile_stored(1, s.c + 16, kP * 4);
-    if constexpr (kBlocks == 2) {
-      _tile_stored(2, s.c + 16 * kP, kP * 4);
-      _tile_stored(3, s.c + 16 * kP + 16, kP * 4);
-    }
-    MemoryBarrier();
+    TileDots<kBlocks>(xt, slab, g * s.G, (g + 1) * s.G, kq, s.c, NoStepWork{}, 0);
     if (offsets != nullptr) FoldGroup<kBlocks, true>(s, s.gs + (p * groups + g) * kP, scales, offsets, groups, g);
     else FoldGroup<kBlocks, false>(s, nullptr, scales, nullptr, groups, g);
   }
@@ -461,13 +447,11 @@ SLM_AMX_TARGET int64_t MatMulQ4DynPanelAmx(const int8_t* xq, const float* xscale
   else _tile_loadconfig(&kTileConfig);
   size_t n = size_t(n_begin);
   const size_t end = size_t(n_end);
-  // Blocks of 32 weight rows, then one of 16 if 16 are left; each unpacked while the one before
-  // computes (the first before).
-  auto block_rows = [end](size_t at) -> size_t { return at + 32 <= end ? 32 : at + 16 <= end ? 16 : 0; };
-  size_t block = block_rows(n);
+  // Each block unpacked while the one before computes (the first before).
+  size_t block = BlockRows(n, end);
   UnpackQ4Chunks(w + n * (k / 2), k, s.kq, s.slabs[0], 0, block * k / 64);
   for (int cur = 0; block != 0; cur ^= 1) {
-    const size_t next_n = n + block, next_block = block_rows(next_n), steps = panels * groups;
+    const size_t next_n = n + block, next_block = BlockRows(next_n, end), steps = panels * groups;
     NextQ4 next{w + next_n * (k / 2), s.slabs[cur ^ 1], k, s.kq, next_block * k / 64, 0, scales + next_n * groups,
                 (next_block * groups * sizeof(float) + 63) / 64, 0};
     next.chunks_per_step = (next.chunks + steps - 1) / steps;
@@ -506,13 +490,11 @@ SLM_AMX_TARGET int64_t MatMulQ8DynPanelAmx(const int8_t* xq, const float* xscale
   PadToPanels(xscale, rows, panels * kP, xscale_pad);
   _tile_loadconfig(&kTileConfig);
   const size_t end = size_t(n_end);
-  // Blocks of 32 weight rows, then one of 16 if 16 are left.
-  auto block_rows = [end](size_t at) -> size_t { return at + 32 <= end ? 32 : at + 16 <= end ? 16 : 0; };
-  size_t n = size_t(n_begin), block = block_rows(n);
+  size_t n = size_t(n_begin), block = BlockRows(n, end);
   NextPack first{w + n * k, slabs[0], k, block * k / 64, 0};
   first.Lines(0, first.lines);
   for (int cur = 0; block != 0; cur ^= 1) {
-    const size_t next_n = n + block, next_block = block_rows(next_n);
+    const size_t next_n = n + block, next_block = BlockRows(next_n, end);
     const NextPack next{w + next_n * k, slabs[cur ^ 1], k, next_block * k / 64, 0};
     if (block == 32) {
       Block<2>(xt, xscale_pad, slabs[cur], scales, bias, y, rows, k, size_t(N), n, next, c);
