@@ -109,7 +109,7 @@ void TimeAttention(benchmark::State& state, int64_t T, int64_t L, int64_t past) 
   const AttentionInputs in = RandomAttentionInputs(T, L);
   const std::vector<float> mask = ChunkMask(T, L, past);
   std::vector<float> out(size_t(T * kBenchHq * kBenchHd));
-  std::vector<float> scratch(size_t(slm::kernels::AttentionScratchFloats(L, T, kBenchHq, kBenchHkv)));
+  std::vector<float> scratch(size_t(slm::kernels::AttentionScratchFloats(L, T, kBenchHq, kBenchHkv, kBenchHd)));
   for (auto _ : state) {
     slm::kernels::Attention(in.q.data(), in.k.data(), in.v.data(), in.kc.data(), in.vc.data(), mask.data(),
                             out.data(), scratch.data(), T, L, kBenchHq, kBenchHkv, kBenchHd, 0.125f, 0.0f);
@@ -124,15 +124,16 @@ void TimeAttention(benchmark::State& state, int64_t T, int64_t L, int64_t past) 
 void BM_AttentionDecode(benchmark::State& state) { TimeAttention(state, 1, 2048, state.range(0)); }
 BENCHMARK(BM_AttentionDecode)->Arg(10)->Arg(2048)->Unit(benchmark::kMicrosecond);
 
-// Prefill attention: a chunk of T = 128 rows after `past` committed slots of an L = 1024 cache,
-// causal inside the chunk. Args: past. Reports visible (row, head, column) scores per second.
+// Prefill attention: a chunk of T rows after `past` committed slots of an L = 1024 cache, causal
+// inside the chunk (T = 512, past 0: the 1B bench's 512-token prefill). Args: T, past. Reports
+// visible (row, head, column) scores per second.
 void BM_AttentionPrefill(benchmark::State& state) {
-  const int64_t T = 128, past = state.range(0);
+  const int64_t T = state.range(0), past = state.range(1);
   TimeAttention(state, T, 1024, past);
   const double scores = double(kBenchHq) * double(T) * (double(past) + double(T + 1) / 2);
   state.counters["scores/s"] = benchmark::Counter(scores * double(state.iterations()), benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_AttentionPrefill)->Arg(0)->Arg(384)->Arg(896)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AttentionPrefill)->Args({128, 0})->Args({128, 384})->Args({128, 896})->Args({512, 0})->Unit(benchmark::kMicrosecond);
 
 // BM_AttentionDecode over int8 caches (cache format kv_int8_tokenhead_v1): same shapes, a
 // quarter of the cache bytes read per visible slot (plus one scale per row).
@@ -147,7 +148,7 @@ void BM_AttentionQ8Decode(benchmark::State& state) {
   slm::kernels::QuantizeKvRows(in.vc.data(), vc8.data(), vcs.data(), Hkv * L, 1, hd);
   const std::vector<float> mask = ChunkMask(T, L, state.range(0));
   std::vector<float> out(size_t(T * Hq * hd));
-  std::vector<float> scratch(size_t(slm::kernels::AttentionScratchFloats(L, T, Hq, Hkv)));
+  std::vector<float> scratch(size_t(slm::kernels::AttentionScratchFloats(L, T, Hq, Hkv, hd)));
   for (auto _ : state) {
     slm::kernels::AttentionQ8(in.q.data(), k8.data(), ks.data(), v8.data(), vs.data(), kc8.data(), kcs.data(),
                               vc8.data(), vcs.data(), mask.data(), out.data(), scratch.data(), T, L, Hq, Hkv, hd,

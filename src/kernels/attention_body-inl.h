@@ -15,7 +15,9 @@
 // in scratch row i, in the slots of their own columns. Softmax as torch: subtract the max, exp,
 // normalize by the sum — applied once to the weighted sum instead of to every probability.
 // A head's operations do not depend on which heads it is batched with, nor on T: chunked
-// prefill and one-token decode give the same bits.
+// prefill and one-token decode give the same bits. Calls of kAttentionKeyBlockRows rows or more
+// compute the same scores from keys transposed into blocks of a vector's lanes of columns
+// (attention_key_blocks-inl.h), kv head by kv head and a tile of rows at a time.
 
 #if defined(SLM_KERNELS_ATTENTION_BODY_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef SLM_KERNELS_ATTENTION_BODY_INL_H_
@@ -33,7 +35,9 @@
 
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
+#include "kernels/attention_key_blocks-inl.h"
 #include "kernels/attention_rows.h"
+#include "kernels/attention_scratch.h"
 #include "kernels/kernels.h"
 #include "kernels/lane_sums-inl.h"
 #include "kernels/vec_tile-inl.h"
@@ -75,16 +79,19 @@ HWY_INLINE void WeightedValueBlock(const KvRows<Elem>& values, const VisibleRuns
     for (size_t i = 0; i < kV; ++i) acc[h][i] = hn::Zero(d);
   }
   for (int64_t r = 0; r < vis.runs(); ++r) {
-    for (int64_t c = vis.begin(r), end = vis.end(r); c < end; ++c) {
-      const Elem* row = values.Row(g, c) + d0;
-      SLM_VEC_TILE(V, v, kV);
-      HWY_UNROLL(8)
-      for (size_t i = 0; i < kV; ++i) v[i] = LoadF32(d, row + i * NL);
-      HWY_UNROLL(4)
-      for (size_t h = 0; h < kH; ++h) {
-        const auto vp = hn::Set(d, values.Scaled(e[h][c], g, c));
+    for (int64_t c = vis.begin(r), end = vis.end(r); c < end;) {
+      // The run's columns in the cache, then in this call's rows: a pointer stepped per column.
+      const int64_t seg_end = values.SegmentEnd(c, end), stride = values.RowStride(c);
+      for (const Elem* row = values.Row(g, c) + d0; c < seg_end; ++c, row += stride) {
+        SLM_VEC_TILE(V, v, kV);
         HWY_UNROLL(8)
-        for (size_t i = 0; i < kV; ++i) acc[h][i] = hn::MulAdd(vp, v[i], acc[h][i]);
+        for (size_t i = 0; i < kV; ++i) v[i] = LoadF32(d, row + i * NL);
+        HWY_UNROLL(4)
+        for (size_t h = 0; h < kH; ++h) {
+          const auto vp = hn::Set(d, values.Scaled(e[h][c], g, c));
+          HWY_UNROLL(8)
+          for (size_t i = 0; i < kV; ++i) acc[h][i] = hn::MulAdd(vp, v[i], acc[h][i]);
+        }
       }
     }
   }
@@ -155,13 +162,15 @@ HWY_INLINE double ExpAndSum(const VisibleRuns& vis, float* HWY_RESTRICT e, float
   const auto vmax = hn::Set(d, max_s);
   double sum = 0.0;
   size_t n = 0;
-  const auto flush = [&] {
+  // Returns the gathered vector's sum rather than adding it to `sum` itself: captured by
+  // reference, `sum` lived on the stack, a store and reload per vector of columns.
+  const auto flush = [&]() -> double {
     for (size_t i = n; i < NL; ++i) buf[i] = -200.0f;
     const auto v = hn::Exp(d, hn::Max(hn::Load(d, buf), floor));
     hn::Store(v, d, buf);
-    sum += double(hn::GetLane(hn::SumOfLanes(d, v)));
     for (size_t i = 0; i < n; ++i) e[cols[i]] = buf[i];
     n = 0;
+    return double(hn::GetLane(hn::SumOfLanes(d, v)));
   };
   for (int64_t r = 0; r < vis.runs(); ++r) {
     const int64_t end = vis.end(r);
@@ -175,11 +184,11 @@ HWY_INLINE double ExpAndSum(const VisibleRuns& vis, float* HWY_RESTRICT e, float
       }
       cols[n] = c;
       buf[n++] = e[c] - max_s;
-      if (n == NL) flush();
+      if (n == NL) sum += flush();
       ++c;
     }
   }
-  if (n > 0) flush();
+  if (n > 0) sum += flush();
   return sum;
 }
 
@@ -243,13 +252,12 @@ HWY_INLINE void ScoreWalkInRegisters(const float* const q[], const KvRows<Elem>&
   }
 }
 
-// kH heads [h0, h0 + kH) of kv group g for query row t: scores into the scratch rows
-// e[h] (slots of visible columns only), softmax, weighted values into out.
+// Scores of kH heads [h0, h0 + kH) of kv group g for one query row, column by column from the
+// key rows: e[h][c] for the visible columns c, max_s[h] the largest.
 template <size_t kH, class Elem>
-HWY_INLINE void AttendHeads(const float* const q[], const KvRows<Elem>& keys, const KvRows<Elem>& values,
-                            const VisibleRuns& vis, const float* mrow, float* const e[], float* const out[],
-                            int64_t g, size_t hd, float scale, float softcap) {
-  float max_s[kH];
+HWY_INLINE void ScoreWalkRows(const float* const q[], const KvRows<Elem>& keys, const VisibleRuns& vis,
+                              const float* mrow, float* const e[], int64_t g, size_t hd, float scale,
+                              float softcap, float max_s[]) {
 #if HWY_TARGET == HWY_SCALAR
   for (size_t h = 0; h < kH; ++h) max_s[h] = -std::numeric_limits<float>::infinity();
   const auto finish = [&](int64_t c, const float* dots) {
@@ -308,6 +316,12 @@ HWY_INLINE void AttendHeads(const float* const q[], const KvRows<Elem>& keys, co
 #if HWY_TARGET != HWY_SCALAR
   for (size_t h = 0; h < kH; ++h) max_s[h] = hn::ExtractLane(vmax, h);
 #endif
+}
+
+// Softmax of kH heads' scores (e[h], visible columns) and their weighted values into out[h].
+template <size_t kH, class Elem>
+HWY_INLINE void SoftmaxValues(const KvRows<Elem>& values, const VisibleRuns& vis, float* const e[],
+                              float* const out[], int64_t g, size_t hd, const float max_s[]) {
   float inv_sum[kH];
   for (size_t h = 0; h < kH; ++h) inv_sum[h] = float(1.0 / ExpAndSum(vis, e[h], max_s[h]));
   WeightedValueSum<kH>(values, vis, e, g, inv_sum, out, hd);
@@ -331,11 +345,101 @@ HWY_INLINE VisibleRuns FindVisibleRunsVector(const float* HWY_RESTRICT mask, int
   return runs.Finish(n);
 }
 
+// kH heads of kv group g for one query row: scores row by row, softmax, weighted values into
+// out[h].
+template <size_t kH, class Elem>
+HWY_INLINE void AttendHeads(const float* const q[], const KvRows<Elem>& keys, const KvRows<Elem>& values,
+                            const VisibleRuns& vis, const float* mrow, float* const e[], float* const out[],
+                            int64_t g, size_t hd, float scale, float softcap) {
+  float max_s[kH];
+  ScoreWalkRows<kH>(q, keys, vis, mrow, e, g, hd, scale, softcap, max_s);
+  SoftmaxValues<kH>(values, vis, e, out, g, hd, max_s);
+}
+
+#if HWY_TARGET != HWY_SCALAR && !HWY_HAVE_SCALABLE
+// SoftmaxValues as a function of its own for AttendRowTile: inlined there, GCC kept loop
+// invariants of the tile code in registers across the p·v walk and spilled two of its four
+// value vectors to the stack per column (a store-forwarding round trip for 8 of 16 FMAs).
+template <size_t kH, class Elem>
+HWY_NOINLINE void SoftmaxValuesOutOfLine(const KvRows<Elem>& values, const VisibleRuns& vis,
+                                         float* const e[], float* const out[], int64_t g, size_t hd,
+                                         const float max_s[]) {
+  SoftmaxValues<kH>(values, vis, e, out, g, hd, max_s);
+}
+
+// kH heads [h0, h0 + kH) of kv group g for rows [t0, t1) (at most kAttentionKeyBlockRows):
+// scores from the key blocks (ScoreTileKeyBlocks), then per row softmax and weighted values.
+// Returns the number of (row, head, column) scores of visible columns. Out of line, so that the
+// row-wise walk inlined in AttentionBody (decode) keeps the registers it had on its own.
+template <size_t kH, class Elem>
+HWY_NOINLINE int64_t AttendRowTile(const float* q, KeyBlocks<Elem>& blocks, const KvRows<Elem>& values,
+                                   const float* mask, float* out, float* scratch,
+                                   const AttentionScratchLayout& layout, int64_t t0, int64_t t1,
+                                   int64_t h0, int64_t g, int64_t n_heads, size_t hd, int64_t cols,
+                                   float scale, float softcap) {
+  constexpr size_t kRows = size_t(kAttentionKeyBlockRows);
+  const size_t n = size_t(t1 - t0);
+  const int64_t NL = blocks.lanes(), n_blocks = (cols + NL - 1) / NL;
+  uint8_t* reach = reinterpret_cast<uint8_t*>(scratch + layout.reach);
+  uint8_t* any = reach + n * size_t(layout.reach_stride);
+  std::fill(any, any + n_blocks, uint8_t{0});
+  float* row_max = scratch + layout.row_max;
+  std::fill(row_max, row_max + n * kH * 64, -std::numeric_limits<float>::infinity());
+  int64_t runs[kRows], counts[kRows];
+  const float* mrows[kRows];
+  const float* qs[kRows * kH];
+  float* es[kRows * kH];
+  for (size_t r = 0; r < n; ++r) {
+    const int64_t t = t0 + int64_t(r);
+    mrows[r] = mask + t * cols;
+    int32_t* bounds = reinterpret_cast<int32_t*>(scratch + layout.bounds) + r * size_t(layout.bounds_stride);
+    const VisibleRuns vis = FindVisibleRunsVector(mrows[r], cols, bounds);
+    runs[r] = vis.runs();
+    counts[r] = vis.count();
+    uint8_t* row_reach = reach + r * size_t(layout.reach_stride);
+    std::fill(row_reach, row_reach + n_blocks, uint8_t{0});
+    for (int64_t i = 0; i < vis.runs(); ++i) {
+      for (int64_t k = vis.begin(i) / NL; k <= (vis.end(i) - 1) / NL; ++k) row_reach[k] = any[k] = 1;
+    }
+    for (size_t h = 0; h < kH; ++h) {
+      qs[r * kH + h] = q + (t * n_heads + h0 + int64_t(h)) * int64_t(hd);
+      es[r * kH + h] = scratch + int64_t(r * kH + h) * layout.row_stride;
+    }
+  }
+  ScoreTileKeyBlocks<kH>(blocks, n, qs, es, mrows, reach, layout.reach_stride, cols, hd, scale, softcap,
+                         row_max);
+  const hn::ScalableTag<float> d;
+  int64_t scores = 0;
+  for (size_t r = 0; r < n; ++r) {
+    const int64_t t = t0 + int64_t(r);
+    float* outs[kH];
+    for (size_t h = 0; h < kH; ++h) outs[h] = out + (t * n_heads + h0 + int64_t(h)) * int64_t(hd);
+    if (counts[r] == 0) {
+      for (size_t h = 0; h < kH; ++h) std::fill(outs[h], outs[h] + hd, 0.0f);
+      continue;
+    }
+    const int32_t* bounds = reinterpret_cast<const int32_t*>(scratch + layout.bounds) + r * size_t(layout.bounds_stride);
+    const VisibleRuns vis(bounds, runs[r], counts[r]);
+    float max_s[kH];
+    for (size_t h = 0; h < kH; ++h) {
+      max_s[h] = hn::GetLane(hn::MaxOfLanes(d, hn::LoadU(d, row_max + (r * kH + h) * 64)));
+    }
+    SoftmaxValuesOutOfLine<kH>(values, vis, es + r * kH, outs, g, hd, max_s);
+    scores += int64_t(kH) * counts[r];
+  }
+  return scores;
+}
+#endif  // HWY_TARGET != HWY_SCALAR && !HWY_HAVE_SCALABLE
+
 // Heads [h_begin, h_end) of attention over `keys` / `values` (shapes as kernels.h Attention).
 // The heads of one kv group are attended together, up to kAttentionHeadBatch at a time, so each
 // key and value row is loaded once for all of them; head i of a batch keeps its scores in
-// scratch row i (scratch >= AttentionScratchFloats). Every head's arithmetic is the same whatever
-// the batch, so results do not depend on the head split or on T.
+// scratch row i (attention_scratch.h). Calls of kAttentionKeyBlockRows rows or more (where the
+// target allows) walk kv head by kv head, scoring from that head's keys transposed once for all
+// its query heads and rows, a tile of rows at a time (attention_key_blocks-inl.h); others walk
+// row by row. Every head's
+// arithmetic is the same whatever the batch and the walk, so results do not depend on the head
+// split or on T.
 // Returns the number of (row, head, column) scores computed, for the test counters.
 template <class Elem>
 HWY_INLINE int64_t AttentionBody(const float* q, const KvRows<Elem>& keys,
@@ -346,9 +450,34 @@ HWY_INLINE int64_t AttentionBody(const float* q, const KvRows<Elem>& keys,
   const int64_t cols = L + T;
   const int64_t group = n_heads / n_kv_heads;
   const size_t hd = size_t(head_dim);
-  // The runs live after the batch's score rows (AttentionScratchFloats).
-  int32_t* bounds = reinterpret_cast<int32_t*>(scratch + std::min(group, kAttentionHeadBatch) * cols);
+  const AttentionScratchLayout layout = AttentionScratchLayout::For(L, T, n_heads, n_kv_heads, head_dim);
+  int32_t* bounds = reinterpret_cast<int32_t*>(scratch + layout.bounds);
   int64_t scores = 0;
+#if HWY_TARGET != HWY_SCALAR && !HWY_HAVE_SCALABLE
+  if (KeyBlocks<Elem>::Apply(T, hd)) {
+    KeyBlocks<Elem> blocks(keys, scratch, layout, cols, hd);
+    for (int64_t g = h_begin / group; g * group < h_end; ++g) {
+      blocks.Reset(g);
+      const int64_t g_end = std::min(h_end, (g + 1) * group);
+      for (int64_t h0 = std::max(h_begin, g * group); h0 < g_end; h0 += kAttentionHeadBatch) {
+        const int64_t h1 = std::min(g_end, h0 + kAttentionHeadBatch);
+        for (int64_t t0 = 0; t0 < T; t0 += kAttentionKeyBlockRows) {
+          const int64_t t1 = std::min(T, t0 + kAttentionKeyBlockRows);
+          switch (h1 - h0) {
+#define SLM_ATTEND_TILE(kH) \
+  AttendRowTile<kH>(q, blocks, values, mask, out, scratch, layout, t0, t1, h0, g, n_heads, hd, cols, scale, softcap)
+            case 1: scores += SLM_ATTEND_TILE(1); break;
+            case 2: scores += SLM_ATTEND_TILE(2); break;
+            case 3: scores += SLM_ATTEND_TILE(3); break;
+            default: scores += SLM_ATTEND_TILE(4); break;
+#undef SLM_ATTEND_TILE
+          }
+        }
+      }
+    }
+    return scores;
+  }
+#endif
   for (int64_t t = 0; t < T; ++t) {
     const float* mrow = mask + t * cols;
     const VisibleRuns vis = FindVisibleRunsVector(mrow, cols, bounds);
@@ -360,7 +489,7 @@ HWY_INLINE int64_t AttentionBody(const float* q, const KvRows<Elem>& keys,
       float* outs[kAttentionHeadBatch] = {};
       for (int64_t h = h0; h < h1; ++h) {
         qs[h - h0] = q + (t * n_heads + h) * head_dim;
-        es[h - h0] = scratch + (h - h0) * cols;
+        es[h - h0] = scratch + (h - h0) * layout.row_stride;
         outs[h - h0] = out + (t * n_heads + h) * head_dim;
       }
       if (vis.count() == 0) {

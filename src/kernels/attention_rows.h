@@ -37,6 +37,11 @@ class KvRows {
                   : fresh_ + ((c - L_) * n_kv_heads_ + g) * head_dim_;
   }
 
+  // Columns [c, SegmentEnd(c, end)) lie in one of the two tensors, their rows RowStride(c)
+  // elements apart: a walk over them steps a pointer instead of recomputing each row's address.
+  int64_t SegmentEnd(int64_t c, int64_t end) const { return c < L_ && end > L_ ? L_ : end; }
+  int64_t RowStride(int64_t c) const { return c < L_ ? head_dim_ : n_kv_heads_ * head_dim_; }
+
   // x · (the row's scale) for int8 rows, x itself for f32 rows: applied once per column to a
   // score or probability, never per element. (Not x · 1.0f: the f32 kernels do no multiply.)
   float Scaled(float x, int64_t g, int64_t c) const {

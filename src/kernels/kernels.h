@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "kernels/attention_scratch.h"
 
 namespace slm::kernels {
 
@@ -57,25 +58,26 @@ void Rope(const float* x, const int32_t* pos, const float* inv_freq, float* y, i
 // transformers' longrope_frequency_update, seq_len = max(position_ids) + 1, per forward call.
 int64_t RopeTableIndex(const int32_t* pos, int64_t T, int64_t switch_len);
 
-// Query heads of one kv group attended together (each key / value row loaded once for them).
-constexpr int64_t kAttentionHeadBatch = 4;
-// Scratch floats Attention / AttentionHeads / AttentionQ8* need: one score row of L + T columns
-// per head of a batch, then the mask row's runs of visible columns (L + T + 1 int32). Requires
-// n_kv_heads > 0.
-inline int64_t AttentionScratchFloats(int64_t L, int64_t T, int64_t n_heads, int64_t n_kv_heads) {
-  const int64_t group = n_heads / n_kv_heads;
-  return (group < kAttentionHeadBatch ? group : kAttentionHeadBatch) * (L + T) + (L + T + 1);
+// Scratch floats Attention / AttentionHeads / AttentionQ8* need (attention_scratch.h): score
+// rows for a batch of heads, the mask row's runs of visible columns and, for calls of
+// kAttentionKeyBlockRows rows or more, one kv head's keys transposed. Requires n_kv_heads > 0.
+inline int64_t AttentionScratchFloats(int64_t L, int64_t T, int64_t n_heads, int64_t n_kv_heads,
+                                      int64_t head_dim) {
+  return AttentionScratchLayout::For(L, T, n_heads, n_kv_heads, head_dim).total;
 }
 
 // Attention of this call's T rows over [L cache slots ; T new rows].
 //   q [T, Hq*hd], k/v [T, Hkv*hd] (this call's rows), k_cache/v_cache [Hkv, L, hd],
 //   mask [T, L+T] additive (0 visible, -inf hidden), out [T, Hq*hd],
-//   scratch >= AttentionScratchFloats(L, T, Hq, Hkv) floats.
+//   scratch >= AttentionScratchFloats(L, T, Hq, Hkv, hd) floats.
 // Row t, head h uses kv head h / (Hq/Hkv) (Hq % Hkv == 0). For each visible column:
 //   s = (q·k) * scale; if softcap > 0: s = softcap * tanh(s / softcap); s += mask.
 // Softmax in float32 over visible columns (max subtracted), out = Σ p·v. Columns whose mask is
-// -inf are never read and contribute exactly 0; the cost is proportional to the visible columns
-// plus one scan of each mask row. A row with no visible column gets out = 0 (torch would give
+// -inf contribute exactly 0 and their values are never read; their keys are read only in calls of
+// kAttentionKeyBlockRows rows or more, which transpose the keys of a vector's lanes of columns
+// together once any row sees one of them (the scores of the hidden ones are discarded). The cost
+// is proportional to the visible columns (rounded up to whole vectors of columns in those calls)
+// plus one scan of each mask row. Chunked prefill and one-row calls give the same bits. A row with no visible column gets out = 0 (torch would give
 // NaN; hf_static v1 never builds such a row). out must not overlap any input.
 void Attention(const float* q, const float* k, const float* v, const float* k_cache,
                const float* v_cache, const float* mask, float* out, float* scratch, int64_t T,

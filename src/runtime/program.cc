@@ -64,13 +64,14 @@ Status Method::Prepare(std::shared_ptr<const io::ArtifactFile> artifact, graph::
     const graph::Value& v = graph_.values[id];
     outputs_.push_back({v.name, v.dtype, v.shape, v.kind, *CheckedByteSize(v.dtype, v.shape)});
   }
-  // Attention scratch: a score row of (L + T) floats per head of a batch, for the largest op.
+  // Attention scratch (kernels::AttentionScratchFloats: score rows, runs, and for prefill-sized
+  // calls one kv head's keys transposed), for the largest op.
   int64_t scratch_floats = 0;
   for (const graph::Op& op : graph_.ops) {
     if (op.kind != OpKind::kAttention && op.kind != OpKind::kAttentionQ8) continue;
     const int64_t L = graph_.values[op.inputs[op.kind == OpKind::kAttention ? 3 : 5]].shape[2];
     const int64_t T = *CheckedNumElements(graph_.values[op.inputs[0]].shape) / (op.ints[0] * op.ints[2]);
-    scratch_floats = std::max(scratch_floats, kernels::AttentionScratchFloats(L, T, op.ints[0], op.ints[1]));
+    scratch_floats = std::max(scratch_floats, kernels::AttentionScratchFloats(L, T, op.ints[0], op.ints[1], op.ints[2]));
   }
   // Dynamic quantized matmuls: xq [R*K] int8, xs [R] f32, group sums [R*K/G] i32 (64-aligned).
   int64_t q_rows = 0, q_xq = 0, q_gs = 0;

@@ -8,6 +8,7 @@
 //  - AttentionQ8 vs f32 Attention over the dequantized rows: the same bound (same math).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -67,7 +68,7 @@ enum class Impl { kSimd, kReference, kF32OverDequantized };
 std::vector<float> RunQ8(const Q8Inputs& in, float scale, float softcap, Impl impl) {
   const AttentionShape& s = in.s;
   std::vector<float> out(size_t(s.T * s.Hq * s.hd), NAN);
-  std::vector<float> scratch(size_t(AttentionScratchFloats(s.L, s.T, s.Hq, s.Hkv)));
+  std::vector<float> scratch(size_t(AttentionScratchFloats(s.L, s.T, s.Hq, s.Hkv, s.hd)));
   if (impl == Impl::kF32OverDequantized) {
     Attention(in.q.data(), in.k_deq.data(), in.v_deq.data(), in.kc_deq.data(), in.vc_deq.data(),
               in.mask.data(), out.data(), scratch.data(), s.T, s.L, s.Hq, s.Hkv, s.hd, scale, softcap);
@@ -122,6 +123,8 @@ TEST_P(AttentionQ8Test, MatchesReferenceOnAwkwardShapes) {
       {32, 32, 2, 1, 96}, {1, 1, 16, 2, 256},  {6, 11, 4, 4, 33},  {2, 2, 2, 1, 1},
       {9, 40, 6, 3, 48},  {1, 513, 4, 4, 64},  {12, 8, 1, 1, 128}, {3, 65, 4, 2, 256},
       {3, 9, 8, 4, 8},    {1, 40, 8, 4, 8},    {5, 12, 4, 2, 4},
+      // Prefill-sized calls: scored from transposed key blocks with their row scales.
+      {20, 40, 8, 2, 64}, {17, 9, 6, 3, 128},  {24, 0, 4, 4, 48},
   };
   testing::ForEachAttentionCase(shapes, 500, [](const testing::AttentionCase& c) {
     const Q8Inputs in = MakeQ8Inputs(c.shape, c.seed, c.hidden, c.empty_row0);
@@ -154,6 +157,39 @@ TEST_P(AttentionQ8Test, HiddenSlotsAreNeverReadOrScored) {
   EXPECT_TRUE(AllNear(got, RunQ8(in, 0.125f, 0.0f, Impl::kReference), 2e-5f, 2e-5f * MaxAbs(in)));
 }
 
+// A chunk's rows (scored from transposed key blocks) get the bits of one-row calls (scored row
+// by row) over a cache holding the same int8 rows and scales.
+TEST_P(AttentionQ8Test, ChunkRowsEqualOneRowCallsBitForBit) {
+  const AttentionShape shapes[] = {{20, 7, 8, 2, 64}, {33, 40, 4, 1, 32}, {17, 5, 6, 3, 128}};
+  testing::ForEachAttentionCase(shapes, 700, [](const testing::AttentionCase& c) {
+    const AttentionShape& s = c.shape;
+    const Q8Inputs in = MakeQ8Inputs(s, c.seed, c.hidden, c.empty_row0);
+    const auto chunk = RunQ8(in, c.scale, c.softcap, Impl::kSimd);
+    const AttentionShape one{1, s.L + s.T, s.Hq, s.Hkv, s.hd};
+    Q8Inputs row = MakeQ8Inputs(one, c.seed + 1000, 0.0, false);
+    for (int64_t g = 0; g < s.Hkv; ++g) {
+      for (int64_t c2 = 0; c2 < s.L + s.T; ++c2) {
+        const size_t dst_row = size_t(g * one.L + c2);
+        const size_t src_row = c2 < s.L ? size_t(g * s.L + c2) : size_t((c2 - s.L) * s.Hkv + g);
+        const auto& k = c2 < s.L ? in.kc : in.k;
+        const auto& v = c2 < s.L ? in.vc : in.v;
+        std::copy_n(k.begin() + int64_t(src_row) * s.hd, s.hd, row.kc.begin() + int64_t(dst_row) * s.hd);
+        std::copy_n(v.begin() + int64_t(src_row) * s.hd, s.hd, row.vc.begin() + int64_t(dst_row) * s.hd);
+        row.kcs[dst_row] = (c2 < s.L ? in.kcs : in.ks)[src_row];
+        row.vcs[dst_row] = (c2 < s.L ? in.vcs : in.vs)[src_row];
+      }
+    }
+    for (int64_t t = 0; t < s.T; ++t) {
+      std::copy_n(in.q.begin() + t * s.Hq * s.hd, s.Hq * s.hd, row.q.begin());
+      std::copy_n(in.mask.begin() + t * (s.L + s.T), s.L + s.T, row.mask.begin());
+      row.mask.back() = -kInf;
+      const auto got = RunQ8(row, c.scale, c.softcap, Impl::kSimd);
+      ASSERT_EQ(std::memcmp(got.data(), chunk.data() + t * s.Hq * s.hd, got.size() * sizeof(float)), 0)
+          << c << ": row " << t << " differs from its one-row call";
+    }
+  });
+}
+
 TEST_P(AttentionQ8Test, RowWithoutVisibleColumnIsZero) {
   const Q8Inputs in = MakeQ8Inputs({2, 4, 2, 1, 8}, 9, 0.0, /*empty_row0=*/true);
   const auto got = RunQ8(in, 0.5f, 0.0f, Impl::kSimd);
@@ -168,7 +204,7 @@ TEST(AttentionQ8Accuracy, QuantizedCacheStaysCloseToF32) {
   const testing::AttentionRows rows = testing::RandomAttentionRows(s, 1);
   const auto& [q, k, v, kc, vc] = rows;
   std::vector<float> mask(size_t(s.T * (s.L + s.T)), 0.0f);
-  std::vector<float> scratch(size_t(AttentionScratchFloats(s.L, s.T, s.Hq, s.Hkv))), want(q.size()), got(q.size());
+  std::vector<float> scratch(size_t(AttentionScratchFloats(s.L, s.T, s.Hq, s.Hkv, s.hd))), want(q.size()), got(q.size());
   Attention(q.data(), k.data(), v.data(), kc.data(), vc.data(), mask.data(), want.data(),
             scratch.data(), s.T, s.L, s.Hq, s.Hkv, s.hd, 0.125f, 0.0f);
   std::vector<int8_t> k8(k.size()), v8(v.size()), kc8(kc.size()), vc8(vc.size());

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "kernels/kernels.h"
@@ -39,7 +40,7 @@ std::vector<float> RunAttention(const Inputs& in, float scale, float softcap, bo
   const AttentionShape& s = in.s;
   const testing::AttentionRows& r = in.rows;
   std::vector<float> out(size_t(s.T * s.Hq * s.hd), NAN);
-  std::vector<float> scratch(size_t(AttentionScratchFloats(s.L, s.T, s.Hq, s.Hkv)));
+  std::vector<float> scratch(size_t(AttentionScratchFloats(s.L, s.T, s.Hq, s.Hkv, s.hd)));
   auto fn = use_reference ? &reference::Attention : &Attention;
   fn(r.q.data(), r.k.data(), r.v.data(), r.k_cache.data(), r.v_cache.data(), in.mask.data(),
      out.data(), scratch.data(), s.T, s.L, s.Hq, s.Hkv, s.hd, scale, softcap);
@@ -53,6 +54,10 @@ TEST_P(AttentionTest, MatchesReference) {
       {1, 0, 1, 1, 1},    {1, 1, 1, 1, 3},    {1, 7, 4, 1, 16},  {3, 5, 4, 2, 17},
       {8, 64, 4, 2, 32},  {1, 64, 6, 2, 33},  {5, 31, 2, 2, 64}, {4, 17, 8, 2, 65},
       {2, 33, 4, 4, 128}, {1, 129, 2, 1, 256}, {16, 0, 4, 1, 16}, {7, 3, 3, 1, 7},
+      // Calls of kAttentionKeyBlockRows rows or more score from transposed key blocks (where the
+      // target's lanes divide head_dim: 20 only on 4-lane targets, 7 nowhere).
+      {20, 9, 8, 2, 64},  {33, 40, 6, 3, 32}, {17, 0, 4, 4, 128}, {40, 100, 4, 1, 48},
+      {18, 5, 2, 2, 20},  {16, 3, 3, 1, 7},
   };
   testing::ForEachAttentionCase(shapes, 100, [](const testing::AttentionCase& c) {
     const Inputs in = MakeInputs(c.shape, c.seed, c.hidden, c.empty_row0);
@@ -99,6 +104,7 @@ TEST_P(AttentionTest, ChunkRowsEqualOneRowCallsBitForBit) {
   const AttentionShape shapes[] = {
       {16, 0, 2, 2, 16}, {17, 5, 4, 1, 64}, {33, 40, 8, 2, 64},
       {20, 7, 8, 1, 128}, {24, 3, 6, 3, 32}, {19, 31, 4, 4, 48},
+      {37, 21, 16, 2, 64}, {18, 9, 3, 1, 20}, {50, 70, 2, 1, 256},
   };
   testing::ForEachAttentionCase(shapes, 300, [](const testing::AttentionCase& c) {
     const AttentionShape& s = c.shape;
@@ -127,6 +133,55 @@ TEST_P(AttentionTest, ChunkRowsEqualOneRowCallsBitForBit) {
           << c << ": row " << t << " differs from its one-row call";
     }
   });
+}
+
+// A chunk's keys are scored in blocks of a vector's lanes of columns: the keys of hidden columns
+// sharing a block with visible ones are read, but their scores are dropped. Poisoned (NaN) keys
+// and values in hidden cache slots change no bit, and only visible columns are counted.
+TEST_P(AttentionTest, ChunkHiddenColumnsChangeNoBit) {
+  const AttentionShape s{20, 64, 8, 2, 64};
+  const int64_t visible_slots = 9;  // slots 9..15 share the first block with visible ones
+  Inputs in = MakeInputs(s, 21, 0.0, false);
+  for (int64_t t = 0; t < s.T; ++t) {
+    for (int64_t c = visible_slots; c < s.L; ++c) in.mask[size_t(t * (s.L + s.T) + c)] = -kInf;
+    for (int64_t c = t + 1; c < s.T; ++c) in.mask[size_t(t * (s.L + s.T) + s.L + c)] = -kInf;  // causal
+  }
+  const auto clean = RunAttention(in, 0.125f, 0.0f, false);
+  for (int64_t g = 0; g < s.Hkv; ++g) {
+    for (int64_t c = visible_slots; c < s.L; ++c) {
+      for (int64_t i = 0; i < s.hd; ++i) {
+        in.rows.k_cache[size_t((g * s.L + c) * s.hd + i)] = NAN;
+        in.rows.v_cache[size_t((g * s.L + c) * s.hd + i)] = NAN;
+      }
+    }
+  }
+  const int64_t before = AttentionScoresComputedForTest();
+  const auto poisoned = RunAttention(in, 0.125f, 0.0f, false);
+  EXPECT_EQ(AttentionScoresComputedForTest() - before, s.Hq * (s.T * visible_slots + s.T * (s.T + 1) / 2));
+  ASSERT_EQ(std::memcmp(clean.data(), poisoned.data(), clean.size() * sizeof(float)), 0);
+  const auto want = RunAttention(in, 0.125f, 0.0f, true);
+  EXPECT_TRUE(AllNear(poisoned, want, 1e-5f, 1e-5f * testing::MaxAbs({&in.rows.v})));
+}
+
+// Heads split at any point (a thread's share, AttentionHeads), also inside a kv group, give the
+// bits of the whole call: one-row calls and chunks that score from key blocks.
+TEST_P(AttentionTest, HeadRangesGiveTheBitsOfTheWholeCall) {
+  const AttentionShape shapes[] = {{1, 30, 6, 2, 32}, {20, 9, 8, 2, 64}, {17, 3, 6, 3, 16}};
+  for (const AttentionShape& s : shapes) {
+    const Inputs in = MakeInputs(s, 31, 0.3, false);
+    const auto whole = RunAttention(in, 0.25f, 0.0f, false);
+    const testing::AttentionRows& r = in.rows;
+    for (int64_t split = 1; split < s.Hq; ++split) {
+      std::vector<float> out(whole.size(), NAN);
+      std::vector<float> scratch(size_t(AttentionScratchFloats(s.L, s.T, s.Hq, s.Hkv, s.hd)));
+      for (const auto& [hb, he] : {std::pair<int64_t, int64_t>{0, split}, {split, s.Hq}}) {
+        AttentionHeads(r.q.data(), r.k.data(), r.v.data(), r.k_cache.data(), r.v_cache.data(), in.mask.data(),
+                       out.data(), scratch.data(), s.T, s.L, s.Hq, s.Hkv, s.hd, 0.25f, 0.0f, hb, he);
+      }
+      ASSERT_EQ(std::memcmp(out.data(), whole.data(), out.size() * sizeof(float)), 0)
+          << s << ": heads split at " << split;
+    }
+  }
 }
 
 TEST_P(AttentionTest, RowWithoutVisibleColumnIsZero) {

@@ -118,7 +118,7 @@ std::vector<float> Attend1(const std::vector<float>& q, const std::vector<float>
                            const std::vector<float>& v, const std::vector<float>& mask,
                            float scale, float softcap, bool simd) {
   const int64_t L = int64_t(k_cache.size() / 2);
-  std::vector<float> out(2), scratch(size_t(slm::kernels::AttentionScratchFloats(L, 1, 1, 1)));
+  std::vector<float> out(2), scratch(size_t(slm::kernels::AttentionScratchFloats(L, 1, 1, 1, 2)));
   (simd ? &slm::kernels::Attention : &Attention)(q.data(), k.data(), v.data(), k_cache.data(),
                                                  v_cache.data(), mask.data(), out.data(),
                                                  scratch.data(), 1, L, 1, 1, 2, scale, softcap);
