@@ -383,8 +383,11 @@ HWY_NOINLINE int64_t AttendRowTile(const float* q, KeyBlocks<Elem>& blocks, cons
   uint8_t* reach = reinterpret_cast<uint8_t*>(scratch + layout.reach);
   uint8_t* any = reach + n * size_t(layout.reach_stride);
   std::fill(any, any + n_blocks, uint8_t{0});
-  float* row_max = scratch + layout.row_max;
-  std::fill(row_max, row_max + n * kH * 64, -std::numeric_limits<float>::infinity());
+  const hn::ScalableTag<float> d;
+  float* row_max = scratch + layout.row_max;  // (std::fill of 64 floats per head: a scalar loop)
+  for (size_t i = 0; i < n * kH; ++i) {
+    hn::StoreU(hn::Set(d, -std::numeric_limits<float>::infinity()), d, row_max + i * 64);
+  }
   int64_t runs[kRows], counts[kRows];
   const float* mrows[kRows];
   const float* qs[kRows * kH];
@@ -408,7 +411,6 @@ HWY_NOINLINE int64_t AttendRowTile(const float* q, KeyBlocks<Elem>& blocks, cons
   }
   ScoreTileKeyBlocks<kH>(blocks, n, qs, es, mrows, reach, layout.reach_stride, cols, hd, scale, softcap,
                          row_max);
-  const hn::ScalableTag<float> d;
   int64_t scores = 0;
   for (size_t r = 0; r < n; ++r) {
     const int64_t t = t0 + int64_t(r);
