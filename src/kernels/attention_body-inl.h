@@ -280,13 +280,7 @@ HWY_INLINE void ScoreWalkRows(const float* const q[], const KvRows<Elem>& keys, 
   const auto finish = [&](int64_t c, const float* dots) {
     auto s = hn::LoadU(d4, dots);  // dots[0..4): lanes past kH are never stored
     if constexpr (KvRows<Elem>::kScaled) s = hn::Mul(s, hn::Set(d4, keys.RowScale(g, c)));
-    s = hn::Mul(s, vscale);
-    if (softcap > 0.0f) {
-      HWY_ALIGN float capped[4];
-      hn::Store(s, d4, capped);
-      for (size_t h = 0; h < 4; ++h) capped[h] = softcap * std::tanh(capped[h] / softcap);
-      s = hn::Load(d4, capped);
-    }
+    s = ScaleAndSoftCap(d4, s, vscale, softcap);
     s = hn::Add(s, hn::Set(d4, mrow[c]));
     vmax = hn::Max(vmax, s);
     HWY_UNROLL(4)
@@ -439,9 +433,8 @@ HWY_NOINLINE int64_t AttendRowTile(const float* q, KeyBlocks<Elem>& blocks, cons
 // scratch row i (attention_scratch.h). Calls of kAttentionKeyBlockRows rows or more (where the
 // target allows) walk kv head by kv head, scoring from that head's keys transposed once for all
 // its query heads and rows, a tile of rows at a time (attention_key_blocks-inl.h); others walk
-// row by row. Every head's
-// arithmetic is the same whatever the batch and the walk, so results do not depend on the head
-// split or on T.
+// row by row. Every head's arithmetic is the same whatever the batch and the walk, so results do
+// not depend on the head split or on T.
 // Returns the number of (row, head, column) scores computed, for the test counters.
 template <class Elem>
 HWY_INLINE int64_t AttentionBody(const float* q, const KvRows<Elem>& keys,

@@ -41,6 +41,23 @@ HWY_BEFORE_NAMESPACE();
 namespace slm::kernels::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+#if HWY_TARGET != HWY_SCALAR
+// s · scale, then soft-capped (softcap · tanh(s / softcap)) when softcap > 0: the per-element
+// steps of both score walks (the row-wise one's lanes are heads, the key blocks' are columns),
+// kept in one place because the two must agree bit for bit.
+template <class D>
+HWY_INLINE hn::Vec<D> ScaleAndSoftCap(D d, hn::Vec<D> s, hn::Vec<D> vscale, float softcap) {
+  s = hn::Mul(s, vscale);
+  if (softcap > 0.0f) {
+    HWY_ALIGN float capped[HWY_MAX_BYTES / sizeof(float)];
+    hn::Store(s, d, capped);
+    for (size_t l = 0; l < hn::Lanes(d); ++l) capped[l] = softcap * std::tanh(capped[l] / softcap);
+    s = hn::Load(d, capped);
+  }
+  return s;
+}
+#endif
+
 #if HWY_TARGET != HWY_SCALAR && !HWY_HAVE_SCALABLE
 // One kv head's keys as blocks of NL columns, transposed: block k holds columns [k·NL, k·NL + NL),
 // element i of column k·NL + l at block(k)[i·NL + l] (int8 rows widened to f32, which is exact),
@@ -187,13 +204,7 @@ HWY_INLINE void ScoreTileKeyBlocks(KeyBlocks<Elem>& blocks, size_t n, const floa
   const auto finish = [&](size_t r, size_t h, int64_t k, V s) {
     const int64_t c0 = k * NL;
     if constexpr (KvRows<Elem>::kScaled) s = hn::Mul(s, hn::LoadU(d, blocks.scales(k)));
-    s = hn::Mul(s, vscale);
-    if (softcap > 0.0f) {
-      HWY_ALIGN float capped[HWY_MAX_BYTES / sizeof(float)];
-      hn::Store(s, d, capped);
-      for (int64_t l = 0; l < NL; ++l) capped[l] = softcap * std::tanh(capped[l] / softcap);
-      s = hn::Load(d, capped);
-    }
+    s = ScaleAndSoftCap(d, s, vscale, softcap);
     V m;
     if (c0 + NL <= cols) {
       m = hn::LoadU(d, mrow[r] + c0);
