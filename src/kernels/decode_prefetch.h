@@ -51,6 +51,33 @@ inline size_t DecodePrefetchDistance(size_t offset, size_t row_bytes, size_t row
   __builtin_prefetch(p, /*rw=*/0, /*locality=*/2);
 }
 
+// Prefetches the line at p into L1 (x86 prefetcht0, Arm PRFM PLDL1KEEP): only the int8
+// weight-only Highway tile (Q8RowTile in matmul_q-inl.h), and only where Q8DecodePrefetchIntoL1()
+// says the L1 can hold what it prefetches. That tile reads each 64-byte line of a weight row as
+// four 16-byte widening loads (int8 → int32); with the line in L2 each of them waits on the L1
+// fill, with the line in L1 they don't. Zen 5 (48 KB 12-way L1), 1B int8 decode, 2 threads, 7
+// alternated rounds: 1.03–1.22× faster with prefetcht0 (docs/benchmarks.md, thirty-third
+// session). The other tiles load whole lines (or 32 bytes) at a time and keep prefetcht1: with
+// prefetcht0 for every tile, int4, 8da4w and 8da8w decode did not gain on Zen 5 (3 rounds each),
+// and every tile lost on Zen 4 (above).
+[[gnu::always_inline]] inline void PrefetchDecodeLineToL1(const void* p) {
+  __builtin_prefetch(p, /*rw=*/0, /*locality=*/3);
+}
+
+// Whether an L1 data cache of `bytes` with `ways` ways (0: unknown) holds a Q8RowTile's lines
+// and the next tile's, prefetched a tile ahead: with rows of 2 KB (K = 2048) the 8 rows of a
+// tile and the 8 of the next at the same offset fall into 2 sets of a cache with 4 KB per way
+// (64 sets of 64-byte lines), 8 lines in each, beside x's lines — more than 8 ways are needed.
+// True from 12 ways and 48 KB (Zen 5, Intel cores since Sunny Cove); false for Zen 4's 32 KB
+// 8-way L1, where prefetcht0 cost the int4, 8da4w and 8da8w tiles 1.3–1.8× (above; the int8
+// tile was not measured there with an L1 prefetch), and when unknown.
+bool L1HoldsQ8DecodePrefetch(long bytes, long ways);
+
+// L1HoldsQ8DecodePrefetch for this CPU's L1 data cache (sysconf; unknown counts as no),
+// probed once; SLM_DISABLE_L1_DECODE_PREFETCH=1 makes it false (to measure the L2 prefetch).
+bool Q8DecodePrefetchIntoL1();
+void SetQ8DecodePrefetchIntoL1EnabledForTest(bool enabled);
+
 // The address to prefetch while reading byte `offset` of a tile row, at `p`.
 inline const void* DecodePrefetchAddress(const void* p, size_t offset, size_t row_bytes, size_t rows_per_tile) {
   return static_cast<const uint8_t*>(p) + DecodePrefetchDistance(offset, row_bytes, rows_per_tile);

@@ -120,8 +120,9 @@ HWY_INLINE void SlabProduct(const float* x, const float* slab, const float* bias
 
 // y[r, n..n+kN) for one row r: kN weight rows streamed together. Two accumulators per row
 // (alternate vectors of k) so that 2·kN independent FMA chains hide the FMA latency: with one
-// chain per row the loop is latency-bound at a fraction of the FMA throughput.
-template <size_t kN>
+// chain per row the loop is latency-bound at a fraction of the FMA throughput. kIntoL1: the
+// prefetch goes to L1 instead of L2 (Q8DecodePrefetchIntoL1, decode_prefetch.h).
+template <size_t kN, bool kIntoL1>
 HWY_INLINE void Q8RowTile(const float* HWY_RESTRICT x, const int8_t* HWY_RESTRICT w,
                           const float* scales, const float* bias, float* y, size_t K) {
   const hn::ScalableTag<float> df;
@@ -143,7 +144,13 @@ HWY_INLINE void Q8RowTile(const float* HWY_RESTRICT x, const int8_t* HWY_RESTRIC
     const bool new_line = (k % 64) < 2 * NL;
     HWY_UNROLL(8)
     for (size_t c = 0; c < kN; ++c) {
-      if (new_line) PrefetchDecodeLine(ahead + c * K);
+      if (new_line) {
+        if constexpr (kIntoL1) {
+          PrefetchDecodeLineToL1(ahead + c * K);
+        } else {
+          PrefetchDecodeLine(ahead + c * K);
+        }
+      }
       const auto w0 = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, w + c * K + k)));
       const auto w1 = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, w + c * K + k + NL)));
       acc0[c] = hn::MulAdd(x0, w0, acc0[c]);
@@ -180,19 +187,11 @@ HWY_NOINLINE void Q8PanelColumns(const float* x, const int8_t* w, const float* s
   });
 }
 
-void MatMulQ8Columns(const float* x, const int8_t* w, const float* scales, const float* bias,
-                     float* y, int64_t R, int64_t K, int64_t N, int64_t n_begin, int64_t n_end) {
+// Rows [0, R) (R < 4) × weight rows [n_begin, n_end), Q8RowTile by Q8RowTile.
+template <bool kIntoL1>
+HWY_INLINE void Q8RowTiles(const float* x, const int8_t* w, const float* scales, const float* bias, float* y,
+                           int64_t R, int64_t K, int64_t N, int64_t n_begin, int64_t n_end) {
   const size_t k = size_t(K), n = size_t(N);
-  if (size_t(R) >= PanelWidth()) return Q8PanelColumns(x, w, scales, bias, y, R, K, N, n_begin, n_end);
-  if (R >= 4) {
-    float* slab = SlabBuffer(kSlab * k);
-    for (size_t n0 = size_t(n_begin); n0 < size_t(n_end); n0 += kSlab) {
-      const size_t ns = std::min(kSlab, size_t(n_end) - n0);
-      for (size_t c = 0; c < ns; ++c) DequantQ8Row(w + (n0 + c) * k, scales[n0 + c], slab + c * k, k);
-      SlabProduct(x, slab, bias, y, size_t(R), k, n, n0, ns);
-    }
-    return;
-  }
   // 8 weight rows per tile on AVX-512 (32 registers hold the 16 accumulators; SVE's
   // HWY_MAX_BYTES is 256, so SVE takes 8 too, also with 32 registers, unmeasured), 4 elsewhere.
   // 8 rows are 8 streams from memory per thread: 1B int8 decode 1.15-1.26x the 4-row tile (2
@@ -206,12 +205,29 @@ void MatMulQ8Columns(const float* x, const int8_t* w, const float* scales, const
   for (size_t r = 0; r < size_t(R); ++r) {
     size_t c = size_t(n_begin);
     for (; c + kN <= size_t(n_end); c += kN) {
-      Q8RowTile<kN>(x + r * k, w + c * k, scales + c, bias ? bias + c : nullptr, y + r * n + c, k);
+      Q8RowTile<kN, kIntoL1>(x + r * k, w + c * k, scales + c, bias ? bias + c : nullptr, y + r * n + c, k);
     }
     for (; c < size_t(n_end); ++c) {
-      Q8RowTile<1>(x + r * k, w + c * k, scales + c, bias ? bias + c : nullptr, y + r * n + c, k);
+      Q8RowTile<1, kIntoL1>(x + r * k, w + c * k, scales + c, bias ? bias + c : nullptr, y + r * n + c, k);
     }
   }
+}
+
+void MatMulQ8Columns(const float* x, const int8_t* w, const float* scales, const float* bias,
+                     float* y, int64_t R, int64_t K, int64_t N, int64_t n_begin, int64_t n_end) {
+  const size_t k = size_t(K), n = size_t(N);
+  if (size_t(R) >= PanelWidth()) return Q8PanelColumns(x, w, scales, bias, y, R, K, N, n_begin, n_end);
+  if (R >= 4) {
+    float* slab = SlabBuffer(kSlab * k);
+    for (size_t n0 = size_t(n_begin); n0 < size_t(n_end); n0 += kSlab) {
+      const size_t ns = std::min(kSlab, size_t(n_end) - n0);
+      for (size_t c = 0; c < ns; ++c) DequantQ8Row(w + (n0 + c) * k, scales[n0 + c], slab + c * k, k);
+      SlabProduct(x, slab, bias, y, size_t(R), k, n, n0, ns);
+    }
+    return;
+  }
+  if (Q8DecodePrefetchIntoL1()) return Q8RowTiles<true>(x, w, scales, bias, y, R, K, N, n_begin, n_end);
+  Q8RowTiles<false>(x, w, scales, bias, y, R, K, N, n_begin, n_end);
 }
 
 // ---- Q4 weight-only ----

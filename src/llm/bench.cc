@@ -15,6 +15,7 @@
 #include "core/mapped_file.h"
 #include "core/thread_pool.h"
 #include "graph/graph.h"
+#include "kernels/decode_prefetch.h"
 #include "kernels/kernels.h"
 #include "kernels/matmul_q_amx.h"
 #include "kernels/roofline.h"
@@ -130,6 +131,7 @@ nlohmann::json BenchResult::ToJson() const {
   j["weights"] = weights;
   j["simd_target"] = simd_target;
   j["cpu"] = cpu;
+  j["int8_decode_prefetch"] = int8_decode_prefetch;
   j["threads"] = threads;
   j["load_ms"] = load_ms;
   j["peak_rss_bytes"] = peak_rss_bytes;
@@ -185,7 +187,8 @@ std::string BenchResult::ToText() const {
   std::snprintf(line, sizeof line, "artifact %s (%.1f MiB, weights %s), %d threads, SIMD %s\n", artifact.c_str(),
                 artifact_bytes / 1048576.0, weights.c_str(), threads, simd_target.c_str());
   os << line;
-  if (!cpu.empty()) os << "cpu " << cpu << "\n";
+  os << "cpu " << (cpu.empty() ? "(not named in /proc/cpuinfo)" : cpu) << "; int8 decode tile prefetches into "
+     << int8_decode_prefetch << "\n";
   std::snprintf(line, sizeof line, "load %.1f ms, peak RSS %.1f MiB; artifact resident %.1f MiB, %.1f%% of it in huge pages\n",
                 load_ms, peak_rss_bytes / 1048576.0, artifact_resident_bytes / 1048576.0,
                 artifact_resident_bytes > 0 ? 100.0 * double(artifact_huge_page_bytes) / double(artifact_resident_bytes) : 0.0);
@@ -257,6 +260,7 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
   r.simd_target = kernels::ActiveSimdTarget();
   if (const std::string bodies = kernels::ActiveIntrinsicBodies(); !bodies.empty()) r.simd_target += "+" + bodies;
   r.cpu = CpuModel();
+  r.int8_decode_prefetch = kernels::Q8DecodePrefetchIntoL1() ? "L1" : "L2";
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) r.artifact_bytes = uint64_t(st.st_size);
 

@@ -47,6 +47,9 @@ struct MethodProfile {
 struct BenchResult {
   std::string artifact, simd_target, weights;
   std::string cpu;  // CpuModel() (core/cpu_model.h): "" where /proc/cpuinfo names none
+  // Where the int8 weight-only Highway decode tile prefetches: "L1" or "L2"
+  // (kernels/decode_prefetch.h, Q8DecodePrefetchIntoL1).
+  std::string int8_decode_prefetch;
   int threads = 0;
   double load_ms = 0;          // Program::Load + session creation (every method ready)
   uint64_t peak_rss_bytes = 0;

@@ -3,7 +3,8 @@
 # MatMulF32Columns, MatMulQ8Columns, MatMulQ4Columns and MatMulQ4DynColumns (and on x86 the int4
 # planes tile, Q4PlanesColumns, and the AMX panel's next-block prefetch, MatMulQ8DynPanelAmx,
 # where the build has it) in the kernels library holds at least one L2 prefetch (x86 prefetcht1,
-# Arm PRFM PLDL2KEEP: decode_prefetch.h).
+# Arm PRFM PLDL2KEEP: decode_prefetch.h), and MatMulQ8Columns also an L1 prefetch (prefetcht0,
+# PRFM PLDL1KEEP: its tile's variant for CPUs whose L1 holds a tile ahead).
 # Why a test of the machine code: GCC once deleted every PrefetchDecodeLine call from these
 # functions without a warning (not inlined, then removed as a call without side effects), which
 # cost Zen 5 int8 decode ~1.3–1.5×, and no test of results can see a missing prefetch.
@@ -14,11 +15,11 @@ set -euo pipefail
 objdump=$1
 library=$2
 case "$("$objdump" -f "$library" | awk '/architecture:/ {print $2; exit}')" in
-  i386:x86-64*) prefetch='prefetcht1' ;;
-  aarch64*) prefetch='prfm[[:space:]]+pldl2keep' ;;
+  i386:x86-64*) prefetch='prefetcht1' l1_prefetch='prefetcht0' ;;
+  aarch64*) prefetch='prfm[[:space:]]+pldl2keep' l1_prefetch='prfm[[:space:]]+pldl1keep' ;;
   *) echo "no L2 prefetch instruction known for this architecture: skipped"; exit 77 ;;
 esac
-"$objdump" -d --no-show-raw-insn -C "$library" | awk -v prefetch="$prefetch" '
+"$objdump" -d --no-show-raw-insn -C "$library" | awk -v prefetch="$prefetch" -v l1_prefetch="$l1_prefetch" '
   # A function header: "<address> <name(args)>:" (not a lambda inside one: "<auto name(...)::{lambda").
   # Highway targets live in namespaces N_<TARGET>.
   / <.*>:$/ {
@@ -31,14 +32,20 @@ esac
       sub(/\($/, "", current)
       found++
       hits = 0
+      l1_hits = 0
     }
     next
   }
   current != "" && $0 ~ prefetch { hits++ }
+  current != "" && $0 ~ l1_prefetch { l1_hits++ }
   function finish() {
     if (current == "") return
     if (hits == 0) { print "no L2 prefetch in " current; bad++ }
     else print current ": " hits " L2 prefetches"
+    if (current ~ /::MatMulQ8Columns$/) {
+      if (l1_hits == 0) { print "no L1 prefetch in " current; bad++ }
+      else print current ": " l1_hits " L1 prefetches"
+    }
   }
   END {
     finish()

@@ -15,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "kernels/decode_prefetch.h"
 #include "kernels/matmul_q4_split_x.h"
 #include "kernels/matmul_q_amx.h"
 #include "kernels/matmul_q_dotprod.h"
@@ -294,6 +295,41 @@ TEST_P(QuantMatMulTest, WeightOnlyPanelPathMatchesReference) {
       }
     }
   }
+}
+
+// The int8 weight-only decode tile prefetches into L1 where the CPU's L1 holds a tile ahead, else
+// into L2 (decode_prefetch.h): the same arithmetic either way, so the same bits, and the
+// reference's values. (On a CPU whose L1 is too small both runs take the L2 path; the codegen
+// test KernelsCodegen.DecodeTilesKeepTheirPrefetches checks that the L1 variant is built.)
+TEST_P(QuantMatMulTest, Int8WeightOnlyDecodeGivesTheSameBitsWhicheverCacheItPrefetchesInto) {
+  for (int64_t R : {1, 3}) {
+    for (int64_t K : {17, 64, 257, 2048, 8192 + 32}) {
+      for (int64_t N : {7, 33}) {
+        const auto x = RandomFloats(size_t(R * K), uint32_t(K + N));
+        const Q8Weights q = RandomQ8(N, K, uint32_t(R + K));
+        std::vector<float> y_l1(size_t(R * N)), y_l2(size_t(R * N));
+        MatMulQ8Columns(x.data(), q.w.data(), q.scales.data(), nullptr, y_l1.data(), R, K, N, 0, N);
+        SetQ8DecodePrefetchIntoL1EnabledForTest(false);
+        MatMulQ8Columns(x.data(), q.w.data(), q.scales.data(), nullptr, y_l2.data(), R, K, N, 0, N);
+        const auto both_ways = Q8Matches(R, K, N, /*bias=*/true, false);
+        SetQ8DecodePrefetchIntoL1EnabledForTest(true);
+        ASSERT_EQ(0, std::memcmp(y_l1.data(), y_l2.data(), y_l1.size() * sizeof(float)))
+            << "R=" << R << " K=" << K << " N=" << N;
+        ASSERT_TRUE(both_ways);
+        ASSERT_TRUE(Q8Matches(R, K, N, /*bias=*/true, false));
+      }
+    }
+  }
+}
+
+TEST(DecodePrefetch, IntoL1OnlyWhereTheL1HoldsATileAhead) {
+  EXPECT_TRUE(L1HoldsQ8DecodePrefetch(48 * 1024, 12));   // Zen 5, Golden Cove
+  EXPECT_TRUE(L1HoldsQ8DecodePrefetch(64 * 1024, 16));
+  EXPECT_FALSE(L1HoldsQ8DecodePrefetch(32 * 1024, 8));   // Zen 4, Skylake
+  EXPECT_FALSE(L1HoldsQ8DecodePrefetch(48 * 1024, 8));
+  EXPECT_FALSE(L1HoldsQ8DecodePrefetch(32 * 1024, 12));
+  EXPECT_FALSE(L1HoldsQ8DecodePrefetch(0, 0));           // unknown (sysconf answers 0 or -1)
+  EXPECT_FALSE(L1HoldsQ8DecodePrefetch(-1, -1));
 }
 
 TEST_P(QuantMatMulTest, ColumnRangeWritesOnlyItsColumns) {

@@ -12,6 +12,7 @@
 
 #include "core/cpu_model.h"
 #include "e2e/artifacts.h"
+#include "kernels/decode_prefetch.h"
 
 namespace slm::llm {
 namespace {
@@ -100,8 +101,13 @@ TEST(BenchTest, ReportsEveryPromptLengthDecodeAndTheBytesADecodeTokenReads) {
   EXPECT_EQ(r->cpu, CpuModel());
   EXPECT_EQ(j["cpu"], r->cpu);
   if (!r->cpu.empty()) {
-    EXPECT_NE(r->ToText().find("cpu " + r->cpu + "\n"), std::string::npos) << r->ToText();
+    EXPECT_NE(r->ToText().find("cpu " + r->cpu + ";"), std::string::npos) << r->ToText();
   }
+  // Where the int8 decode tile prefetches (kernels/decode_prefetch.h), in the text and the JSON.
+  const std::string level = kernels::Q8DecodePrefetchIntoL1() ? "L1" : "L2";
+  EXPECT_EQ(r->int8_decode_prefetch, level);
+  EXPECT_EQ(j["int8_decode_prefetch"], level);
+  EXPECT_NE(r->ToText().find("int8 decode tile prefetches into " + level + "\n"), std::string::npos) << r->ToText();
 }
 
 TEST(BenchTest, RejectsAPromptLongerThanTheContextNamingTheRange) {
