@@ -163,5 +163,14 @@ if [ -z "$FILTER" ] && ctest -N -R '^FuzzRegressions' | grep -q 'Test *#'; then
     echo "arm64: ctest FuzzRegressions FAILED; see $PWD/arm64-logs/ctest_fuzz.log" >&2; status=1
   fi
 fi
+# The machine-code check of the decode tiles' prefetches (an objdump of the aarch64 library, no
+# emulator), when no filter was given.
+if [ -z "$FILTER" ] && ctest -N -R '^KernelsCodegen' | grep -q 'Test *#'; then
+  if ctest --output-on-failure -R '^KernelsCodegen' > arm64-logs/ctest_codegen.log 2>&1; then
+    echo "arm64: ctest KernelsCodegen passed"
+  else
+    echo "arm64: ctest KernelsCodegen FAILED; see $PWD/arm64-logs/ctest_codegen.log" >&2; status=1
+  fi
+fi
 if [ "$status" != 0 ]; then echo "arm64-check: FAILED" >&2; else echo "arm64-check: all passed"; fi
 exit "$status"
