@@ -57,9 +57,9 @@ inline size_t DecodePrefetchDistance(size_t offset, size_t row_bytes, size_t row
 // four 16-byte widening loads (int8 → int32); with the line in L2 each of them waits on the L1
 // fill, with the line in L1 they don't. Zen 5 (48 KB 12-way L1), 1B int8 decode, 2 threads, 7
 // alternated rounds: 1.03–1.22× faster with prefetcht0 (docs/benchmarks.md, thirty-third
-// session). The other tiles load whole lines (or 32 bytes) at a time and keep prefetcht1: with
-// prefetcht0 for every tile, int4, 8da4w and 8da8w decode did not gain on Zen 5 (3 rounds each),
-// and every tile lost on Zen 4 (above).
+// session). The AVX-512 tiles of the other schemes load whole lines (or 32 bytes) at a time and
+// keep prefetcht1: with prefetcht0 for every tile, int4, 8da4w and 8da8w decode did not gain on
+// Zen 5 (3 rounds each), and those three lost on Zen 4 (above).
 [[gnu::always_inline]] inline void PrefetchDecodeLineToL1(const void* p) {
   __builtin_prefetch(p, /*rw=*/0, /*locality=*/3);
 }
