@@ -17,6 +17,7 @@ Action AddBench(CLI::App& app) {
     int repeats = 5;
     bool roofline = false, json = false, profile = false;
     double roofline_seconds = 1.0;
+    std::string ab;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("bench", "Measure prefill and decode speed of a .slm artifact (and the machine's roofline)");
@@ -29,6 +30,9 @@ Action AddBench(CLI::App& app) {
   cmd->add_option("--roofline-seconds", a->roofline_seconds, "seconds per roofline probe")->capture_default_str();
   cmd->add_flag("--json", a->json, "print all figures as one JSON object");
   cmd->add_flag("--profile", a->profile, "also report where each method's time goes, per op kind and matmul weight role");
+  cmd->add_option("--ab", a->ab,
+                  "also run every repeat with one kernel switch flipped, back to back with the default, and report "
+                  "both and their ratio: l1-prefetch, vnni, avx-vnni, amx, dotprod, i8mm or simd=TARGET");
   return [a]() {
     llm::BenchOptions o;
     o.threads = a->threads;
@@ -38,6 +42,7 @@ Action AddBench(CLI::App& app) {
     o.roofline = a->roofline;
     o.roofline_seconds = a->roofline_seconds;
     o.profile = a->profile;
+    o.ab = a->ab;
     auto r = llm::RunBench(a->model, o);
     if (!r.ok()) return Fail(r.status());
     if (a->json) std::printf("%s\n", r->ToJson().dump(2).c_str());

@@ -122,6 +122,8 @@ void SoftCap(float* x, int64_t n, float cap);
 
 // Name of the Highway target the kernels above dispatch to now ("AVX3", "AVX2", "SSE4", ...).
 const char* ActiveSimdTarget();
+// Name of the best Highway target this CPU supports in this build (what "best" selects).
+const char* BestSimdTarget();
 
 // The intrinsics bodies that run beside that target's code for the quantized products: "VNNI"
 // (AVX-512 VNNI), "VNNI+AMX" (and the AMX panels of the 8da4w / 8da8w prefill products), "AVX-VNNI",

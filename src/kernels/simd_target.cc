@@ -31,6 +31,11 @@ HWY_EXPORT(CompiledTarget);
 
 const char* ActiveSimdTarget() { return hwy::TargetName(HWY_DYNAMIC_DISPATCH(CompiledTarget)()); }
 
+const char* BestSimdTarget() {
+  const std::vector<int64_t>& targets = SupportedSimdTargets();
+  return targets.empty() ? ActiveSimdTarget() : hwy::TargetName(targets.front());
+}
+
 const char* ActiveIntrinsicBodies() {
   if (VnniAvailable() && AmxAvailable()) return "VNNI+AMX";
   if (VnniAvailable()) return "VNNI";

@@ -19,6 +19,7 @@
 #include "kernels/kernels.h"
 #include "kernels/matmul_q_amx.h"
 #include "kernels/roofline.h"
+#include "llm/bench_ab.h"
 #include "llm/session.h"
 #include "llm/stats.h"
 #include "runtime/program.h"
@@ -169,6 +170,17 @@ nlohmann::json BenchResult::ToJson() const {
       j["roofline"]["prefill_fraction_of_amx_peak"] = pa;
     }
   }
+  if (ab) {
+    nlohmann::json a = {{"switch", ab->name}, {"variant", ab->description}};
+    a["prefill_tok_s"] = nlohmann::json::object();
+    a["prefill_ratio"] = nlohmann::json::object();
+    for (const auto& [len, sp] : ab->prefill_tok_s) a["prefill_tok_s"][std::to_string(len)] = sp.ToJson();
+    for (const auto& [len, sp] : ab->prefill_ratio) a["prefill_ratio"][std::to_string(len)] = sp.ToJson();
+    a["decode_tok_s"] = ab->decode_tok_s.ToJson();
+    a["decode_tok_s"]["per_repeat"] = ab->decode_tok_s_per_repeat;
+    a["decode_ratio"] = ab->decode_ratio.ToJson();
+    j["ab"] = a;
+  }
   if (!profile.empty()) {
     nlohmann::json pj = nlohmann::json::object();
     for (const MethodProfile& p : profile) {
@@ -226,6 +238,22 @@ std::string BenchResult::ToText() const {
       }
     }
   }
+  if (ab) {
+    std::snprintf(line, sizeof line, "A/B: B = --ab %s (%s), A = the figures above; each repeat ran A and B back to back\n",
+                  ab->name.c_str(), ab->description.c_str());
+    os << line;
+    for (size_t i = 0; i < ab->prefill_tok_s.size(); ++i) {
+      const Spread& b = ab->prefill_tok_s[i].second;
+      const Spread& q = ab->prefill_ratio[i].second;
+      std::snprintf(line, sizeof line, "B prefill %5lld tokens: %8.1f tok/s (min %.1f, max %.1f); B/A %.3f (min %.3f, max %.3f)\n",
+                    (long long)ab->prefill_tok_s[i].first, b.median, b.min, b.max, q.median, q.min, q.max);
+      os << line;
+    }
+    std::snprintf(line, sizeof line, "B decode:             %8.2f tok/s (min %.2f, max %.2f); B/A %.3f (min %.3f, max %.3f)\n",
+                  ab->decode_tok_s.median, ab->decode_tok_s.min, ab->decode_tok_s.max, ab->decode_ratio.median,
+                  ab->decode_ratio.min, ab->decode_ratio.max);
+    os << line;
+  }
   for (const MethodProfile& p : profile) {
     std::snprintf(line, sizeof line, "profile %s: %lld calls, %.3f ms of ops per call\n", p.method.c_str(),
                   (long long)p.calls, p.ms_per_call);
@@ -251,6 +279,18 @@ std::string BenchResult::ToText() const {
 Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
   if (opt.repeats < 1) return InvalidArgument("bench: -r must be >= 1");
   if (opt.decode_tokens < 1) return InvalidArgument("bench: -n must be >= 1");
+  std::optional<AbSwitch> ab;
+  if (!opt.ab.empty()) {
+    SLM_ASSIGN_OR_RETURN(AbSwitch parsed, AbSwitch::Parse(opt.ab));
+    ab = std::move(parsed);
+  }
+  // The defaults back whichever way this returns.
+  struct Restore {
+    const std::optional<AbSwitch>& ab;
+    ~Restore() {
+      if (ab) (void)ab->Select(false);
+    }
+  } restore{ab};
   ThreadPool::SetDefaultThreadCount(opt.threads);
   BenchResult r;
   r.artifact = path;
@@ -340,6 +380,25 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
     r.bandwidth_bytes_s = std::max(r.bandwidth_bytes_s, r.bandwidth_probes_bytes_s.back());
   };
 
+  // One repeat of a timed call, `run(variant)` returning its rate: with --ab twice, A then B on
+  // even repeats and B then A on odd ones (so that a drift within the pair does not always favour
+  // one side), the defaults selected again after.
+  struct Paired {
+    std::vector<double> a, b, b_over_a;  // the default's rates, the variant's, their ratios
+  };
+  if (ab) r.ab = AbResult{ab->name(), ab->description(), {}, {}, {}, {}, {}};
+  const auto paired = [&](int rep, Paired& p, auto&& run) -> Status {
+    for (int half = 0; half < (ab ? 2 : 1); ++half) {
+      const bool variant = ab && (half == 0) == (rep % 2 == 1);
+      if (ab) SLM_RETURN_IF_ERROR(ab->Select(variant));
+      SLM_ASSIGN_OR_RETURN(double rate, run(variant));
+      (variant ? p.b : p.a).push_back(rate);
+    }
+    if (!ab) return Status::Ok();
+    p.b_over_a.push_back(p.b.back() / p.a.back());
+    return ab->Select(false);
+  };
+
   const int64_t vocab = session->vocab_size();
   std::vector<float> logits(static_cast<size_t>(vocab));
   const int32_t bos = int32_t(meta.bos_id.value_or(1));
@@ -350,37 +409,51 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
                              std::to_string(session->max_context_len()) + "] (the artifact's context)");
     }
     const std::vector<int32_t> prompt = Prompt(len, vocab, bos);
-    std::vector<double> rates;
+    Paired rates;
     for (int rep = 0; rep < opt.repeats; ++rep) {
-      session->Reset();
-      std::optional<runtime::ScopedOpObserver> profiling;
-      if (profiled(rep)) profiling.emplace(&profiler);
-      const double s = NowMs();
-      SLM_RETURN_IF_ERROR(session->Feed(prompt, logits));
-      rates.push_back(double(len) / ((NowMs() - s) / 1000.0));
+      SLM_RETURN_IF_ERROR(paired(rep, rates, [&](bool variant) -> Result<double> {
+        session->Reset();
+        std::optional<runtime::ScopedOpObserver> profiling;
+        if (profiled(rep) && !variant) profiling.emplace(&profiler);
+        const double s = NowMs();
+        SLM_RETURN_IF_ERROR(session->Feed(prompt, logits));
+        return double(len) / ((NowMs() - s) / 1000.0);
+      }));
     }
-    r.prefill_tok_s.push_back({len, SpreadOf(rates)});
+    r.prefill_tok_s.push_back({len, SpreadOf(rates.a)});
+    if (ab) {
+      r.ab->prefill_tok_s.push_back({len, SpreadOf(rates.b)});
+      r.ab->prefill_ratio.push_back({len, SpreadOf(rates.b_over_a)});
+    }
   }
 
   // Decode: n single-token steps after a 1-token start, positions 1..n.
   const int64_t n = std::min<int64_t>(opt.decode_tokens, session->max_context_len() - 1);
-  std::vector<double> rates;
+  Paired decode;
   for (int rep = 0; rep < opt.repeats; ++rep) {
     if (rep > 0) probe_bandwidth();
-    session->Reset();
-    std::optional<runtime::ScopedOpObserver> profiling;
-    if (profiled(rep)) profiling.emplace(&profiler);
-    const int32_t first = bos;
-    SLM_RETURN_IF_ERROR(session->Feed(std::span<const int32_t>(&first, 1), logits));
-    const double s = NowMs();
-    for (int64_t i = 0; i < n; ++i) {
-      const int32_t tok = int32_t(3 + (i * 31) % std::max<int64_t>(1, vocab - 3));
-      SLM_RETURN_IF_ERROR(session->Feed(std::span<const int32_t>(&tok, 1), logits));
-    }
-    rates.push_back(double(n) / ((NowMs() - s) / 1000.0));
+    SLM_RETURN_IF_ERROR(paired(rep, decode, [&](bool variant) -> Result<double> {
+      session->Reset();
+      std::optional<runtime::ScopedOpObserver> profiling;
+      if (profiled(rep) && !variant) profiling.emplace(&profiler);
+      const int32_t first = bos;
+      SLM_RETURN_IF_ERROR(session->Feed(std::span<const int32_t>(&first, 1), logits));
+      const double s = NowMs();
+      for (int64_t i = 0; i < n; ++i) {
+        const int32_t tok = int32_t(3 + (i * 31) % std::max<int64_t>(1, vocab - 3));
+        SLM_RETURN_IF_ERROR(session->Feed(std::span<const int32_t>(&tok, 1), logits));
+      }
+      return double(n) / ((NowMs() - s) / 1000.0);
+    }));
   }
+  const std::vector<double>& rates = decode.a;
   r.decode_tok_s = SpreadOf(rates);
   r.decode_tok_s_per_repeat = rates;
+  if (ab) {
+    r.ab->decode_tok_s = SpreadOf(decode.b);
+    r.ab->decode_tok_s_per_repeat = decode.b;
+    r.ab->decode_ratio = SpreadOf(decode.b_over_a);
+  }
   if (opt.profile) r.profile = profiler.Profiles();
   // KV read per decode token: K and V of every layer over the visible positions (mean 1 + n/2);
   // int8 caches read one byte per element plus one f32 scale per (position, head) row.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,11 @@ struct BenchOptions {
   double roofline_seconds = 1.0;            // per probe
   uint64_t bandwidth_buffer_bytes = 1ull << 30;
   bool profile = false;                     // time every op of the timed calls (per method)
+  // A switch of llm::AbSwitch (bench_ab.h), or "": every repeat then runs twice, with the
+  // default kernels and with the switch's variant, one right after the other (alternating which
+  // goes first), and the variant's figures and the per-repeat ratios are reported beside the
+  // default's.
+  std::string ab;
 };
 
 struct Spread {
@@ -42,6 +48,14 @@ struct MethodProfile {
   int64_t calls = 0;
   double ms_per_call = 0;     // sum of its ops' times
   std::vector<Entry> ops;     // by time, largest first
+};
+
+// --ab: the variant's figures, and variant ÷ default of each paired repeat.
+struct AbResult {
+  std::string name, description;
+  std::vector<std::pair<int64_t, Spread>> prefill_tok_s, prefill_ratio;  // per prompt length
+  Spread decode_tok_s, decode_ratio;
+  std::vector<double> decode_tok_s_per_repeat;
 };
 
 struct BenchResult {
@@ -79,7 +93,8 @@ struct BenchResult {
   double decode_fraction_of_paired_bound = 0;
   std::vector<double> bandwidth_probes_bytes_s;  // before decode repeats 1.., then after the last
   std::string int8_peak_instruction;  // what the int8 probe ran: the dynamic kernels' inner op
-  std::vector<MethodProfile> profile;  // --profile only
+  std::vector<MethodProfile> profile;  // --profile only (the default's calls)
+  std::optional<AbResult> ab;          // --ab only; every other figure is the default's
   nlohmann::json ToJson() const;
   std::string ToText() const;
 };

@@ -33,9 +33,11 @@ TEST(SimdDispatchTest, ForcingATargetSwitchesDispatchAndZeroRestoresTheBest) {
   for (int64_t target : SupportedSimdTargets()) {
     ForceSimdTargetForTest(target);
     EXPECT_STREQ(ActiveSimdTarget(), hwy::TargetName(target));
+    EXPECT_STREQ(BestSimdTarget(), hwy::TargetName(SupportedSimdTargets().front())) << "whatever runs now";
   }
   ForceSimdTargetForTest(0);
   EXPECT_STREQ(ActiveSimdTarget(), hwy::TargetName(SupportedSimdTargets().front()));
+  EXPECT_STREQ(BestSimdTarget(), ActiveSimdTarget());
 }
 
 TEST(SimdDispatchTest, SelectingATargetByNameIgnoresCaseKeepsVnniOnlyForAvx3AndBestRestores) {

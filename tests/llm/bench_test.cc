@@ -6,13 +6,18 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <nlohmann/json.hpp>
 
 #include "core/cpu_model.h"
 #include "e2e/artifacts.h"
+#include "hwy/targets.h"
 #include "kernels/decode_prefetch.h"
+#include "kernels/kernels.h"
+#include "kernels/matmul_q_amx.h"
+#include "kernels/matmul_q_dotprod.h"
 
 namespace slm::llm {
 namespace {
@@ -197,6 +202,93 @@ TEST(BenchTest, ProfileSplitsEachMethodsTimeByOpKindAndMatmulRoleOverTheWarmRepe
   ASSERT_TRUE(plain.ok());
   EXPECT_TRUE(plain->profile.empty());
   EXPECT_FALSE(plain->ToJson().contains("profile"));
+}
+
+// The dispatch state a bench leaves behind: what a later bench or run would use.
+std::string DispatchState() {
+  return std::string(kernels::ActiveSimdTarget()) + "+" + kernels::ActiveIntrinsicBodies() + " L1 " +
+         (kernels::Q8DecodePrefetchIntoL1() ? "yes" : "no");
+}
+
+TEST(BenchTest, AbRunsEveryRepeatWithAndWithoutTheSwitchAndReportsTheirRatios) {
+  // The second-best Highway target: a switch every machine with two targets has.
+  const std::vector<int64_t>& targets = kernels::SupportedSimdTargets();
+  if (targets.size() < 2) GTEST_SKIP() << "one SIMD target only: nothing to switch to";
+  const std::string path = CompiledArtifact(Stories(), {16}, 128);
+  BenchOptions o = Quick({8, 16});
+  o.repeats = 3;
+  o.profile = true;
+  o.ab = std::string("simd=") + hwy::TargetName(targets[1]);
+  const std::string before = DispatchState();
+  auto r = RunBench(path, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(DispatchState(), before) << "the defaults come back after the A/B";
+  ASSERT_TRUE(r->ab.has_value());
+  EXPECT_EQ(r->ab->name, o.ab);
+  EXPECT_NE(r->ab->description.find(hwy::TargetName(targets[1])), std::string::npos) << r->ab->description;
+  ASSERT_EQ(r->ab->prefill_tok_s.size(), 2u);
+  ASSERT_EQ(r->ab->prefill_ratio.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(r->ab->prefill_tok_s[i].first, o.prompt_lengths[i]);
+    EXPECT_EQ(r->ab->prefill_ratio[i].first, o.prompt_lengths[i]);
+    EXPECT_GT(r->ab->prefill_tok_s[i].second.min, 0.0);
+    EXPECT_GT(r->ab->prefill_ratio[i].second.min, 0.0);
+    EXPECT_TRUE(std::isfinite(r->ab->prefill_ratio[i].second.max));
+  }
+  ASSERT_EQ(r->ab->decode_tok_s_per_repeat.size(), 3u);
+  ASSERT_EQ(r->decode_tok_s_per_repeat.size(), 3u);
+  // The ratio's median is the median of the per-repeat B / A ratios.
+  std::vector<double> ratios;
+  for (size_t i = 0; i < 3; ++i) ratios.push_back(r->ab->decode_tok_s_per_repeat[i] / r->decode_tok_s_per_repeat[i]);
+  std::sort(ratios.begin(), ratios.end());
+  EXPECT_DOUBLE_EQ(r->ab->decode_ratio.median, ratios[1]);
+  EXPECT_DOUBLE_EQ(r->ab->decode_ratio.min, ratios[0]);
+  // The profile holds the default's calls only (as without --ab: repeats 2 and 3).
+  for (const MethodProfile& p : r->profile) {
+    if (p.method == "decode") {
+      EXPECT_EQ(p.calls, 2 * (1 + 4));
+    }
+  }
+  const std::string text = r->ToText();
+  EXPECT_NE(text.find("B = --ab " + o.ab), std::string::npos) << text;
+  EXPECT_NE(text.find("B decode:"), std::string::npos) << text;
+  EXPECT_NE(text.find("B prefill    16 tokens:"), std::string::npos) << text;
+  const nlohmann::json j = r->ToJson();
+  EXPECT_EQ(j["ab"]["switch"], o.ab);
+  EXPECT_TRUE(j["ab"]["decode_ratio"].contains("median"));
+  EXPECT_EQ(j["ab"]["decode_tok_s"]["per_repeat"].size(), 3u);
+  EXPECT_TRUE(j["ab"]["prefill_ratio"].contains("16"));
+
+  o.ab.clear();
+  o.profile = false;
+  auto plain = RunBench(path, o);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->ab.has_value());
+  EXPECT_FALSE(plain->ToJson().contains("ab"));
+  EXPECT_EQ(plain->ToText().find("B decode:"), std::string::npos);
+}
+
+TEST(BenchTest, AbRejectsUnknownSwitchesAndOnesThatChangeNothingHere) {
+  const std::string path = CompiledArtifact(Stories(), {16}, 128);
+  const std::string before = DispatchState();
+  const auto error = [&](const std::string& ab) {
+    BenchOptions o = Quick({8});
+    o.ab = ab;
+    auto r = RunBench(path, o);
+    EXPECT_FALSE(r.ok()) << ab;
+    return r.ok() ? std::string() : r.status().message();
+  };
+  EXPECT_NE(error("fast").find("unknown switch 'fast'; expected l1-prefetch, vnni"), std::string::npos);
+  EXPECT_NE(error("simd=NO_SUCH_TARGET").find("supported, best first"), std::string::npos);
+  // The target in use already, with the same bodies: nothing to compare.
+  EXPECT_NE(error(std::string("simd=") + kernels::BestSimdTarget()).find("what runs already"), std::string::npos);
+  if (!kernels::AmxAvailable()) {
+    EXPECT_NE(error("amx").find("nothing to compare"), std::string::npos);
+  }
+  if (!kernels::DotprodAvailable()) {
+    EXPECT_NE(error("dotprod").find("nothing to compare"), std::string::npos);
+  }
+  EXPECT_EQ(DispatchState(), before);
 }
 
 }  // namespace
