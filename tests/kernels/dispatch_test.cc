@@ -7,6 +7,7 @@
 #include <cctype>
 #include <string>
 
+#include "core/thread_pool.h"
 #include "hwy/targets.h"
 #include "kernels/kernels.h"
 #include "kernels/matmul_q_amx.h"
@@ -97,6 +98,25 @@ TEST(SimdDispatchTest, Int8PeakInstructionFollowsTheIntrinsicBodies) {
   SetVnniEnabledForTest(true);
   SetAvxVnniEnabledForTest(true);
   SetDotprodEnabledForTest(true);
+}
+
+// The int16 probe counts the multiply-adds it executes: one vpmaddwd does twice the int8 OPs of
+// one f32 FMA, and no CPU issues more of them per cycle than FMAs, so its rate stays within 2x
+// the FMA peak (Zen 2: 1x). Not a speed requirement — a check that the loop is not optimised
+// away: when its operands were loop-invariant, GCC hoisted the multiply-adds and the probe read
+// 8x the FMA peak (thirty-sixth session). The bound leaves 2x for timing noise.
+TEST(SimdDispatchTest, Int16ProbeTimesItsMultiplyAddsNotOnlyTheirSums) {
+  SetVnniEnabledForTest(false);
+  SetAvxVnniEnabledForTest(false);
+  SetDotprodEnabledForTest(false);
+  ASSERT_STREQ(Int8PeakInstruction(), "int16 multiply-add");
+  ThreadPool pool(1);
+  const double int8 = MeasureInt8DotPeak(pool, 0.05), fma = MeasureF32FmaPeak(pool, 0.05);
+  SetVnniEnabledForTest(true);
+  SetAvxVnniEnabledForTest(true);
+  SetDotprodEnabledForTest(true);
+  EXPECT_GT(int8, 0.0);
+  EXPECT_LE(int8, 4.0 * fma) << "int16 probe " << int8 / 1e9 << " GOP/s, f32 FMA " << fma / 1e9 << " GFLOP/s";
 }
 
 // `--simd-target X` runs what a CPU of class X runs: no AMX (no Highway target of this version
