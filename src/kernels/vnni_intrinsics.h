@@ -144,12 +144,13 @@ SLM_AVX512F_TARGET inline __m512 Q4ChunkScales(const float* first) {
   }
 }
 
-// The first group-scale index of consecutive 128-weight chunks (c·128 / G for chunk c), stepped
-// without a division per chunk (a 64-bit divide per chunk sat in the decode kernels' loops).
+// The first group-scale index of consecutive chunks of `chunk` weights (c·chunk / G for chunk c;
+// 128 for the AVX-512 kernels, 64 for the AVX2 planes kernel), stepped without a division per
+// chunk (a 64-bit divide per chunk sat in the decode kernels' loops).
 template <size_t kScales>
 class Q4ChunkScaleIndex {
  public:
-  explicit Q4ChunkScaleIndex(size_t G) : chunks_per_scale_(kScales > 1 ? 1 : G / 128) {}
+  explicit Q4ChunkScaleIndex(size_t G, size_t chunk = 128) : chunks_per_scale_(kScales > 1 ? 1 : G / chunk) {}
   size_t operator*() const { return s_; }
   void Next() {
     if constexpr (kScales > 1) {

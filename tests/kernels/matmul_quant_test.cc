@@ -183,9 +183,11 @@ TEST_P(QuantMatMulTest, Int4WeightOnlyMatchesReferenceForEveryGroupSize) {
 
 TEST_P(QuantMatMulTest, Int4WeightOnlyDecodeMatchesReferenceAcrossChunksAndTails) {
   // Decode-sized R with K spanning whole 128-weight chunks plus tails of 32, 64 and 96 (the
-  // AVX-512 nibble-plane kernel's chunks and its scalar tail), N off its 4-row tiles.
-  for (int64_t G : {32, 64, 128}) {
-    for (int64_t K : {128, 160, 224, 256, 288, 640, 1152 + 96}) {
+  // AVX-512 nibble-plane kernel's chunks and its scalar tail; the AVX2 one's chunks are 64
+  // weights, so 160, 224, 288 and 1248 leave it a tail of 32), N off their 4-row tiles; G = 256:
+  // one scale for several chunks.
+  for (int64_t G : {32, 64, 128, 256}) {
+    for (int64_t K : {128, 160, 224, 256, 288, 640, 768, 1152 + 96}) {
       if (K % G != 0) continue;
       for (int64_t R : {1, 2, 3}) {
         for (int64_t N : {1, 3, 4, 5, 9, 13}) {
@@ -193,6 +195,72 @@ TEST_P(QuantMatMulTest, Int4WeightOnlyDecodeMatchesReferenceAcrossChunksAndTails
         }
       }
     }
+  }
+}
+
+// max over n of |y[n] − reference| / Σ_k |x_k·ŵ[n,k]| for one x row of the weight-only int4
+// decode product through the dispatch (the Highway bodies here: the AVX-512 and AVX2 nibble-plane
+// kernels where they apply, else the generic tile).
+double Int4DecodeWorstRelativeError(const std::vector<float>& x, int64_t K, int64_t N, int64_t G, bool asym) {
+  const Q4Weights q = RandomQ4(N, K, G, 7);
+  const float* off = asym ? q.offsets.data() : nullptr;
+  std::vector<float> wdeq(static_cast<size_t>(N * K)), y(static_cast<size_t>(N)), want(static_cast<size_t>(N));
+  for (int64_t n = 0; n < N; ++n) DequantizeRowQ4(q.w.data(), q.scales.data(), off, K, G, n, 1.0f, wdeq.data() + n * K);
+  MatMulQ4Columns(x.data(), q.w.data(), q.scales.data(), off, nullptr, y.data(), 1, K, N, G, 0, N);
+  reference::MatMulQ4(x.data(), q.w.data(), q.scales.data(), off, nullptr, want.data(), 1, K, N, G);
+  const auto mag = Magnitude(x, wdeq, nullptr, 1, K, N);
+  double worst = 0;
+  for (int64_t n = 0; n < N; ++n) worst = std::max(worst, std::fabs(double(y[size_t(n)]) - want[size_t(n)]) / mag[size_t(n)]);
+  return worst;
+}
+
+TEST_P(QuantMatMulTest, Int4WeightOnlyDecodeKeepsF32Precision) {
+  // The weight-only contract: the product of x with the dequantized weights, to f32 summation
+  // order. Uniform x and x with a few channels 300x the rest (as LLM hidden states have),
+  // symmetric and asymmetric groups of 32 and 128.
+  for (int64_t K : {2048, 4096 + 32}) {
+    std::vector<float> outliers = RandomFloats(size_t(K), uint32_t(K + 1));
+    for (int64_t i = 0; i < K / 100; ++i) outliers[size_t((i * 977) % K)] *= 300.0f;
+    for (int64_t G : {32, 128}) {
+      if (K % G != 0) continue;
+      for (bool asym : {false, true}) {
+        EXPECT_LE(Int4DecodeWorstRelativeError(RandomFloats(size_t(K), uint32_t(K)), K, 16, G, asym), 1e-6)
+            << "K " << K << " G " << G << " asym " << asym;
+        EXPECT_LE(Int4DecodeWorstRelativeError(outliers, K, 16, G, asym), 1e-6)
+            << "outliers, K " << K << " G " << G << " asym " << asym;
+      }
+    }
+  }
+}
+
+TEST_P(QuantMatMulTest, Int4WeightOnlyDecodeTakesZeroTinyHugeAndNonFiniteXAsF32Does) {
+  const int64_t K = 256, N = 5, G = 32;
+  const Q4Weights q = RandomQ4(N, K, G, 11);
+  // All-zero blocks, values near the float minimum and huge values share a row; a row of only
+  // tiny values keeps its precision (no scaling of x that would flush it to zero).
+  std::vector<float> x = RandomFloats(size_t(K), 5);
+  for (int64_t k = 0; k < 32; ++k) x[size_t(k)] = 0.0f;
+  for (int64_t k = 32; k < 64; ++k) x[size_t(k)] *= 1e-38f;
+  for (int64_t k = 64; k < 96; ++k) x[size_t(k)] *= 1e30f;
+  std::vector<float> tiny = RandomFloats(size_t(K), 8);
+  for (float& v : tiny) v *= 1e-33f;
+  for (const auto* xs : {&x, &tiny}) {
+    for (const float* off : {static_cast<const float*>(nullptr), q.offsets.data()}) {
+      std::vector<float> y(static_cast<size_t>(N)), want(static_cast<size_t>(N));
+      MatMulQ4Columns(xs->data(), q.w.data(), q.scales.data(), off, nullptr, y.data(), 1, K, N, G, 0, N);
+      reference::MatMulQ4(xs->data(), q.w.data(), q.scales.data(), off, nullptr, want.data(), 1, K, N, G);
+      for (int64_t n = 0; n < N; ++n) {
+        EXPECT_NEAR(y[size_t(n)], want[size_t(n)], 1e-5 * std::fabs(want[size_t(n)]))
+            << (xs == &tiny ? "tiny" : "mixed") << " asym " << (off != nullptr) << " n " << n;
+      }
+    }
+  }
+  // A NaN or an infinity in x makes every output non-finite, as the f32 product would.
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    std::vector<float> xb = RandomFloats(size_t(K), 6), y(static_cast<size_t>(N));
+    xb[77] = bad;
+    MatMulQ4Columns(xb.data(), q.w.data(), q.scales.data(), nullptr, nullptr, y.data(), 1, K, N, G, 0, N);
+    for (int64_t n = 0; n < N; ++n) EXPECT_FALSE(std::isfinite(y[size_t(n)])) << "x[77] = " << bad << ", n " << n;
   }
 }
 
