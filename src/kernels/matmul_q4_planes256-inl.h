@@ -24,8 +24,11 @@
 // 19.5 → 27.0 GFLOP/s, the 1B decode walk (`BM_DecodeLayersQ4G32/2`) 11.3 → 16.0 GB/s, 1B int4
 // decode 17.2 → 23.9 tok/s. Tried on the way: the codes as signed fields (XOR 0x88, shift up and
 // arithmetic shift down, convert: 15 shifts per chunk) 23.0 GFLOP/s; masks and converts (8
-// converts per chunk) 26.0; four product chains instead of two, 2 or 8 rows per tile instead of 4:
-// no better.
+// converts per chunk) 26.0; the codes unpacked byte → word → dword under a 0x4B00 high word and one
+// add (no FMA before the product) 26.0–26.1 against 27.0, the walk 15.4 against 16.0–16.1 GB/s (3
+// alternated rounds); four product chains instead of two, 2 or 8 rows per tile instead of 4: no
+// better. Zen 2 issues one convert and one shift per cycle, two FMAs, four logic ops (measured);
+// none of them alone accounts for the ~16 cycles a chunk of one row takes.
 
 #if defined(SLM_KERNELS_MATMUL_Q4_PLANES256_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef SLM_KERNELS_MATMUL_Q4_PLANES256_INL_H_
