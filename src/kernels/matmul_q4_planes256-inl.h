@@ -5,8 +5,8 @@
 // Why: the generic decode tile (Q4RowTile) widens 8 bytes to int32 lanes, masks and shifts out
 // both nibbles, converts each to f32 and dequantizes it with an FMA before the FMA with x: on
 // Zen 2 it ran the 1B int4 decode at 17.3 tok/s, 31.5% of the DRAM bound and slower than the int8
-// artifact (20.9), compute-bound at ~2.9 weights per cycle (BM_MatMulQ4G32 in L2 as fast as the
-// decode walk from DRAM; docs/benchmarks.md, thirty-sixth session).
+// artifact (20.9), compute-bound at ~2.9 weights per cycle (BM_MatMulQ4G32 with its 2 MB of
+// weights in cache as fast as the decode walk from DRAM; docs/benchmarks.md, thirty-sixth session).
 //
 // How: a 32-byte load is one chunk of 64 weights (two Q4 blocks). Nibble m of every dword lane is
 // turned into f32 q − 8 without a convert: the dword's high half is replaced by 0x4B00 (2^23 as

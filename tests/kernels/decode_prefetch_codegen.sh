@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Checks that the decode tiles' software prefetches survived compilation: every Highway target's
 # MatMulF32Columns, MatMulQ8Columns, MatMulQ4Columns and MatMulQ4DynColumns (and on x86 the int4
-# planes tile, Q4PlanesColumns, and the AMX panel's next-block prefetch, MatMulQ8DynPanelAmx,
-# where the build has it: the stub of builds without the AMX panel, e.g. aarch64, holds no tile
-# instruction and is not checked) in the kernels library holds at least one L2 prefetch (x86 prefetcht1,
-# Arm PRFM PLDL2KEEP: decode_prefetch.h), and MatMulQ8Columns also an L1 prefetch (prefetcht0,
-# PRFM PLDL1KEEP: its tile's variant for CPUs whose L1 holds a tile ahead).
+# planes tiles, Q4PlanesColumns and Q4Planes256Columns, and the AMX panel's next-block prefetch,
+# MatMulQ8DynPanelAmx, where the build has it: the stub of builds without the AMX panel, e.g.
+# aarch64, holds no tile instruction and is not checked) in the kernels library holds at least one
+# L2 prefetch (x86 prefetcht1, Arm PRFM PLDL2KEEP: decode_prefetch.h), and MatMulQ8Columns also an
+# L1 prefetch (prefetcht0, PRFM PLDL1KEEP: its tile's variant for CPUs whose L1 holds a tile
+# ahead).
 # Why a test of the machine code: GCC once deleted every PrefetchDecodeLine call from these
 # functions without a warning (not inlined, then removed as a call without side effects), which
 # cost Zen 5 int8 decode ~1.3–1.5×, and no test of results can see a missing prefetch.
@@ -26,7 +27,7 @@ esac
   / <.*>:$/ {
     finish()
     current = ""
-    if (match($0, / <slm::kernels::N_[A-Z0-9_]+::(MatMul(F32|Q8|Q4|Q4Dyn)Columns|Q4PlanesColumns)\(/) ||
+    if (match($0, / <slm::kernels::N_[A-Z0-9_]+::(MatMul(F32|Q8|Q4|Q4Dyn)Columns|Q4Planes(256)?Columns)\(/) ||
         match($0, / <slm::kernels::MatMulQ8DynPanelAmx\(/)) {
       current = substr($0, RSTART, RLENGTH)  # " <slm::kernels::N_AVX3::MatMulQ8Columns("
       sub(/^ <slm::kernels::/, "", current)
