@@ -20,9 +20,9 @@
 // f32 product of x with the exact q − 8 (no scaling of x or of the codes), so tiny, huge and
 // non-finite x behave as in the f32 reference.
 //
-// Measured on Zen 2 (2 threads; docs/benchmarks.md, thirty-sixth session): `BM_MatMulQ4G32/1/2048/2048`
-// 19.5 → 27.0 GFLOP/s, the 1B decode walk (`BM_DecodeLayersQ4G32/2`) 11.3 → 16.0 GB/s, 1B int4
-// decode 17.2 → 23.9 tok/s. Tried on the way: the codes as signed fields (XOR 0x88, shift up and
+// Measured on Zen 2 (docs/benchmarks.md, thirty-sixth session): `BM_MatMulQ4G32/1/2048/2048` (one
+// thread) 19.5 → 27.0 GFLOP/s; on 2 threads the 1B decode walk (`BM_DecodeLayersQ4G32/2`) 11.3 →
+// 16.0 GB/s and 1B int4 decode 17.2 → 23.9 tok/s. Tried on the way: the codes as signed fields (XOR 0x88, shift up and
 // arithmetic shift down, convert: 15 shifts per chunk) 23.0 GFLOP/s; masks and converts (8
 // converts per chunk) 26.0; the codes unpacked byte → word → dword under a 0x4B00 high word and one
 // add (no FMA before the product) 26.0–26.1 against 27.0, the walk 15.4 against 16.0–16.1 GB/s (3
