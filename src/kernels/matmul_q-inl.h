@@ -17,7 +17,8 @@
 //    divided by R and the inner loop is the f32 GEMM's.
 // Dynamic (int8 activations): exact int32 dot products with int16 widening multiply-adds
 // (ReorderWidenMulAccumulate = vpmaddwd on x86), 4 activation rows per unpacked weight vector
-// (Q4 decode: 4 weight rows per activation vector); each Q4 group's dot is reduced across lanes
+// (Q4 decode: 4 weight rows per activation vector; on AVX2 the vpmaddubsw tile of
+// matmul_q4_dyn256-inl.h instead); each Q4 group's dot is reduced across lanes
 // and folded into one f32 accumulator per output. Prefill from 2 vectors of rows on: the exact
 // int16 panels of matmul_dyn_panel-inl.h, which form every output as these tiles do (the same
 // bits).
@@ -41,6 +42,7 @@
 #include "kernels/lane_sums-inl.h"
 #include "kernels/matmul-inl.h"
 #include "kernels/matmul_dyn_panel-inl.h"
+#include "kernels/matmul_q4_dyn256-inl.h"
 #include "kernels/matmul_q4_planes-inl.h"
 #include "kernels/matmul_q4_planes256-inl.h"
 #include "kernels/quant_kernels.h"
@@ -557,6 +559,13 @@ void MatMulQ4DynColumns(const int8_t* xq, const float* xscale, const int32_t* gr
   if (rows >= DynPanelWidth()) {
     return Q4DynPanelColumns(xq, xscale, group_sums, w, scales, offsets, bias, y, rows, k, n, g,
                              size_t(n_begin), size_t(n_end));
+  }
+#endif
+#if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
+  // Decode on AVX2 without VNNI: the vpmaddubsw tile (matmul_q4_dyn256-inl.h), same bits.
+  if (rows < 4 && Q4Dyn256Apply(k, g)) {
+    return Q4Dyn256Columns(xq, xscale, group_sums, w, scales, offsets, bias, y, rows, k, n, g,
+                           size_t(n_begin), size_t(n_end));
   }
 #endif
   const auto tile = [&](auto rows_tag, auto cols_tag, size_t r, size_t c) {

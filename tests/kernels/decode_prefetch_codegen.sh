@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks that the decode tiles' software prefetches survived compilation: every Highway target's
 # MatMulF32Columns, MatMulQ8Columns, MatMulQ4Columns and MatMulQ4DynColumns (and on x86 the int4
-# planes tiles, Q4PlanesColumns and Q4Planes256Columns, and the AMX panel's next-block prefetch,
+# planes tiles, Q4PlanesColumns and Q4Planes256Columns, every instance of the AVX2 8da4w decode
+# tile's row driver, Q4Dyn256Rows, and the AMX panel's next-block prefetch,
 # MatMulQ8DynPanelAmx, where the build has it: the stub of builds without the AMX panel, e.g.
 # aarch64, holds no tile instruction and is not checked) in the kernels library holds at least one
 # L2 prefetch (x86 prefetcht1, Arm PRFM PLDL2KEEP: decode_prefetch.h), and MatMulQ8Columns also an
@@ -27,11 +28,11 @@ esac
   / <.*>:$/ {
     finish()
     current = ""
-    if (match($0, / <slm::kernels::N_[A-Z0-9_]+::(MatMul(F32|Q8|Q4|Q4Dyn)Columns|Q4Planes(256)?Columns)\(/) ||
+    if (match($0, / <(void )?slm::kernels::N_[A-Z0-9_]+::(MatMul(F32|Q8|Q4|Q4Dyn)Columns|Q4Planes(256)?Columns|Q4Dyn256Rows)[(<]/) ||
         match($0, / <slm::kernels::MatMulQ8DynPanelAmx\(/)) {
       current = substr($0, RSTART, RLENGTH)  # " <slm::kernels::N_AVX3::MatMulQ8Columns("
-      sub(/^ <slm::kernels::/, "", current)
-      sub(/\($/, "", current)
+      sub(/^ <(void )?slm::kernels::/, "", current)
+      sub(/[(<]$/, "", current)
       found++
       hits = 0
       l1_hits = 0

@@ -340,6 +340,86 @@ TEST_P(QuantMatMulTest, Int4DynamicActivationPrefillRowsEqualTheOneRowPathBitFor
   }
 }
 
+// One row of 8da4w decode over columns [0, split) and [split, N) against the same x row taken 4
+// times (the 4-row tiles, which the prefill rows run): the same bits in every column. On AVX2 the
+// decode row runs the vpmaddubsw tile (matmul_q4_dyn256-inl.h), whose blocks of 4·spread weight
+// rows (spread = 4096 / row bytes, at most 16) are tiles of rows `spread` apart.
+::testing::AssertionResult DecodeRowEqualsTheFourRowTiles(const std::vector<int8_t>& xq_row, const Q4Weights& q,
+                                                          int64_t K, int64_t N, int64_t G, int64_t split, bool asym,
+                                                          bool with_bias) {
+  const auto b = RandomFloats(size_t(N), uint32_t(N + 1));
+  const float* bias = with_bias ? b.data() : nullptr;
+  const float* off = asym ? q.offsets.data() : nullptr;
+  std::vector<int8_t> xq4;
+  for (int r = 0; r < 4; ++r) xq4.insert(xq4.end(), xq_row.begin(), xq_row.end());
+  std::vector<int32_t> gs4(size_t(4 * K / G));
+  for (int64_t i = 0; i < 4 * K / G; ++i) {
+    for (int64_t k = 0; k < G; ++k) gs4[size_t(i)] += xq4[size_t(i * G + k)];
+  }
+  const std::vector<float> xs4(4, 0.0123f);
+  std::vector<float> y4(static_cast<size_t>(4 * N)), y(static_cast<size_t>(N));
+  MatMulQ4DynColumns(xq4.data(), xs4.data(), gs4.data(), q.w.data(), q.scales.data(), off, bias, y4.data(), 4, K, N, G, 0, N);
+  for (const auto& [n0, n1] : {std::pair{int64_t{0}, split}, std::pair{split, N}}) {
+    MatMulQ4DynColumns(xq4.data(), xs4.data(), gs4.data(), q.w.data(), q.scales.data(), off, bias, y.data(), 1, K, N, G, n0, n1);
+  }
+  for (int64_t n = 0; n < N; ++n) {
+    if (std::memcmp(&y[size_t(n)], &y4[size_t(n)], sizeof(float)) != 0) {
+      return ::testing::AssertionFailure() << "K=" << K << " N=" << N << " G=" << G << " split=" << split << " asym=" << asym
+                                           << " bias=" << with_bias << ": column " << n << " is " << y[size_t(n)]
+                                           << ", the 4-row tiles give " << y4[size_t(n)];
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST_P(QuantMatMulTest, Int4DynamicActivationDecodeEqualsTheFourRowTilesAcrossRowBlocksAndColumnRanges) {
+  // K 256 / 1024 / 2048 / 8192: spread 16 / 8 / 4 / 1, blocks of 64 / 32 / 16 / 4 rows; N over
+  // whole blocks, a part block and single rows; splits off every block boundary.
+  for (int64_t G : {32, 64, 256}) {
+    for (int64_t K : {256, 1024, 2048, 8192}) {
+      for (int64_t N : {37, 75, 150}) {
+        const std::vector<float> x = RandomFloats(size_t(K), uint32_t(K + N + G));
+        std::vector<int8_t> xq(static_cast<size_t>(K));
+        float xs = 0;
+        QuantizeRowsI8(x.data(), xq.data(), &xs, nullptr, 1, K, K);
+        const Q4Weights q = RandomQ4(N, K, G, uint32_t(K * 3 + N));
+        for (int64_t split : {int64_t{5}, N / 2 + 3}) {
+          ASSERT_TRUE(DecodeRowEqualsTheFourRowTiles(xq, q, K, N, G, split, (N + split) % 2 == 1, split % 2 == 0));
+        }
+      }
+      ASSERT_TRUE(Q4Matches(1, K, 75, G, /*asym=*/K % 512 == 0, /*bias=*/true, /*dynamic=*/true));
+    }
+  }
+}
+
+// The int16 sums of the AVX2 decode tile at their bound: codes of 15 times xq of -128 (and of 127)
+// everywhere, 4 products per lane summed over 4 lanes (30720, under 2^15); codes of 0 the other
+// extreme. A wrap or a saturation would change the exact dots.
+TEST_P(QuantMatMulTest, Int4DynamicActivationDecodeIsExactAtTheExtremesOfCodesAndActivations) {
+  const int64_t K = 1024, N = 40, G = 32;
+  for (int8_t xv : {int8_t{-128}, int8_t{127}}) {
+    for (uint8_t byte : {uint8_t{0xFF}, uint8_t{0x00}, uint8_t{0xF0}}) {
+      Q4Weights q = RandomQ4(N, K, G, 5);
+      std::fill(q.w.begin(), q.w.end(), byte);
+      const std::vector<int8_t> xq(size_t(K), xv);
+      ASSERT_TRUE(DecodeRowEqualsTheFourRowTiles(xq, q, K, N, G, 17, false, true));
+      ASSERT_TRUE(DecodeRowEqualsTheFourRowTiles(xq, q, K, N, G, 17, true, false));
+      // And the value: Σ (q − 8)·x per group is known exactly.
+      std::vector<int32_t> gs(size_t(K / G), int32_t(G) * xv);
+      const float xs = 1.0f;
+      std::vector<float> y(static_cast<size_t>(N));
+      MatMulQ4DynColumns(xq.data(), &xs, gs.data(), q.w.data(), q.scales.data(), nullptr, nullptr, y.data(), 1, K, N, G, 0, N);
+      const int lo = byte & 0xF, hi = byte >> 4;
+      const double group_dot = double(G / 2) * ((lo - 8) + (hi - 8)) * xv;
+      for (int64_t n = 0; n < N; ++n) {
+        double want = 0;
+        for (int64_t g = 0; g < K / G; ++g) want += group_dot * q.scales[size_t(n * (K / G) + g)];
+        ASSERT_NEAR(y[size_t(n)], want, 1e-4 * std::fabs(want) + 1e-3) << "x " << int(xv) << " byte " << int(byte) << " n " << n;
+      }
+    }
+  }
+}
+
 TEST_P(QuantMatMulTest, Int4DynamicActivationMatchesReferenceForEveryGroupSize) {
   for (int64_t G : {32, 64, 128}) {
     for (int64_t R : {1, 2, 3, 4, 5, 9}) {
