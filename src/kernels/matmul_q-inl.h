@@ -39,6 +39,7 @@
 
 #include "hwy/highway.h"
 #include "kernels/decode_prefetch.h"
+#include "kernels/decode_row_order.h"
 #include "kernels/lane_sums-inl.h"
 #include "kernels/matmul-inl.h"
 #include "kernels/matmul_dyn_panel-inl.h"
@@ -125,10 +126,14 @@ HWY_INLINE void SlabProduct(const float* x, const float* slab, const float* bias
 // y[r, n..n+kN) for one row r: kN weight rows streamed together. Two accumulators per row
 // (alternate vectors of k) so that 2·kN independent FMA chains hide the FMA latency: with one
 // chain per row the loop is latency-bound at a fraction of the FMA throughput. kIntoL1: the
-// prefetch goes to L1 instead of L2 (Q8DecodePrefetchIntoL1, decode_prefetch.h).
+// prefetch goes to L1 instead of L2 (Q8DecodePrefetchIntoL1, decode_prefetch.h). The tile's rows
+// are `stride` rows apart; `next`: rows from each to its place in the next tile
+// (ForEachDecodeTile, decode_row_order.h).
 template <size_t kN, bool kIntoL1>
 HWY_INLINE void Q8RowTile(const float* HWY_RESTRICT x, const int8_t* HWY_RESTRICT w,
-                          const float* scales, const float* bias, float* y, size_t K) {
+                          const float* scales, const float* bias, float* y, size_t K, size_t stride,
+                          size_t next) {
+  const size_t rw = stride * K;  // elements between the tile's rows
   const hn::ScalableTag<float> df;
   const hn::Rebind<int32_t, decltype(df)> di;
   const hn::Rebind<int8_t, decltype(df)> d8;
@@ -144,19 +149,19 @@ HWY_INLINE void Q8RowTile(const float* HWY_RESTRICT x, const int8_t* HWY_RESTRIC
     const auto x1 = hn::LoadU(df, x + k + NL);
     // Once per 64-byte line of each row (a step is 32 bytes on AVX-512, 16 on AVX2, 8 on NEON):
     // 1B int8 decode, thirtieth session (docs/benchmarks.md). See decode_prefetch.h.
-    const int8_t* ahead = w + k + DecodePrefetchDistance(k, K, kN);
+    const int8_t* ahead = w + k + DecodePrefetchDistance(k, K, next);
     const bool new_line = (k % 64) < 2 * NL;
     HWY_UNROLL(8)
     for (size_t c = 0; c < kN; ++c) {
       if (new_line) {
         if constexpr (kIntoL1) {
-          PrefetchDecodeLineToL1(ahead + c * K);
+          PrefetchDecodeLineToL1(ahead + c * rw);
         } else {
-          PrefetchDecodeLine(ahead + c * K);
+          PrefetchDecodeLine(ahead + c * rw);
         }
       }
-      const auto w0 = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, w + c * K + k)));
-      const auto w1 = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, w + c * K + k + NL)));
+      const auto w0 = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, w + c * rw + k)));
+      const auto w1 = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, w + c * rw + k + NL)));
       acc0[c] = hn::MulAdd(x0, w0, acc0[c]);
       acc1[c] = hn::MulAdd(x1, w1, acc1[c]);
     }
@@ -165,16 +170,16 @@ HWY_INLINE void Q8RowTile(const float* HWY_RESTRICT x, const int8_t* HWY_RESTRIC
     const auto xv = hn::LoadU(df, x + k);
     HWY_UNROLL(8)
     for (size_t c = 0; c < kN; ++c) {
-      const auto wv = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, w + c * K + k)));
+      const auto wv = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, w + c * rw + k)));
       acc0[c] = hn::MulAdd(xv, wv, acc0[c]);
     }
   }
   for (size_t c = 0; c < kN; ++c) {
     float s = hn::GetLane(hn::SumOfLanes(df, hn::Add(acc0[c], acc1[c])));
-    for (size_t kk = k; kk < K; ++kk) s += x[kk] * float(w[c * K + kk]);
-    s *= scales[c];
-    if (bias) s += bias[c];
-    y[c] = s;
+    for (size_t kk = k; kk < K; ++kk) s += x[kk] * float(w[c * rw + kk]);
+    s *= scales[c * stride];
+    if (bias) s += bias[c * stride];
+    y[c * stride] = s;
   }
 }
 
@@ -206,14 +211,18 @@ HWY_INLINE void Q8RowTiles(const float* x, const int8_t* w, const float* scales,
   // AVX-512 machine): 6 rows 0.97-1.13x, 8 rows 0.90-1.06x the 4-row tile, 3 alternated rounds,
   // so 4 stay. NEON unmeasured (docs/benchmarks.md).
   constexpr size_t kN = HWY_MAX_BYTES >= 64 ? 8 : 4;
+  // AVX2: rows under 4 KB one per page (decode_row_order.h; measured on Zen 2 only, so the other
+  // targets keep adjacent rows).
+  const size_t spread = (HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2) ? DecodeRowSpread(k) : 1;
   for (size_t r = 0; r < size_t(R); ++r) {
-    size_t c = size_t(n_begin);
-    for (; c + kN <= size_t(n_end); c += kN) {
-      Q8RowTile<kN, kIntoL1>(x + r * k, w + c * k, scales + c, bias ? bias + c : nullptr, y + r * n + c, k);
-    }
-    for (; c < size_t(n_end); ++c) {
-      Q8RowTile<1, kIntoL1>(x + r * k, w + c * k, scales + c, bias ? bias + c : nullptr, y + r * n + c, k);
-    }
+    const auto tile = [&](auto rows_tag, size_t c, size_t stride, size_t next) {
+      Q8RowTile<decltype(rows_tag)::value, kIntoL1>(x + r * k, w + c * k, scales + c, bias ? bias + c : nullptr,
+                                                    y + r * n + c, k, stride, next);
+    };
+    ForEachDecodeTile<kN>(
+        size_t(n_begin), size_t(n_end), spread,
+        [&](size_t c, size_t stride, size_t next) { tile(std::integral_constant<size_t, kN>{}, c, stride, next); },
+        [&](size_t c) { tile(std::integral_constant<size_t, 1>{}, c, 1, 1); });
   }
 }
 
@@ -429,6 +438,39 @@ HWY_INLINE void Q8DynTile(const int8_t* xq, const float* xscale, const int8_t* w
   }
 }
 
+// Decode: one row of xq × kN weight rows `stride` rows apart, x widened once per step for all kN
+// rows; each dot is exact, so the outputs are Q8DynTile's bits. Each step prefetches the next
+// tile's rows (`next` rows on: ForEachDecodeTile, decode_row_order.h) as the weight-only tile does.
+template <size_t kN>
+HWY_INLINE void Q8DynRowTile(const int8_t* HWY_RESTRICT xq, float xscale, const int8_t* HWY_RESTRICT w,
+                             const float* scales, const float* bias, float* y, size_t K, size_t stride,
+                             size_t next) {
+  const hn::ScalableTag<int16_t> d16;
+  const hn::Repartition<int32_t, decltype(d16)> d32;
+  const hn::Rebind<int8_t, decltype(d16)> d8;
+  const size_t NL = hn::Lanes(d16), rw = stride * K, kv = K / NL * NL;
+  using V32 = hn::Vec<decltype(d32)>;
+  SLM_VEC_TILE(V32, s0, kN);
+  SLM_VEC_TILE(V32, s1, kN);
+  HWY_UNROLL(4)
+  for (size_t c = 0; c < kN; ++c) s0[c] = s1[c] = hn::Zero(d32);
+  for (size_t k = 0; k < kv; k += NL) {
+    const auto xv = hn::PromoteTo(d16, hn::LoadU(d8, xq + k));
+    const int8_t* ahead = w + k + DecodePrefetchDistance(k, K, next);
+    const bool new_line = k % 64 < NL;
+    HWY_UNROLL(4)
+    for (size_t c = 0; c < kN; ++c) {
+      if (new_line) PrefetchDecodeLine(ahead + c * rw);
+      s0[c] = hn::ReorderWidenMulAccumulate(d32, xv, hn::PromoteTo(d16, hn::LoadU(d8, w + c * rw + k)), s0[c], s1[c]);
+    }
+  }
+  for (size_t c = 0; c < kN; ++c) {
+    int64_t dot = hn::GetLane(hn::SumOfLanes(d32, hn::Add(s0[c], s1[c])));
+    for (size_t k = kv; k < K; ++k) dot += int32_t(xq[k]) * w[c * rw + k];
+    y[c * stride] = Q8DynOutput(dot, xscale, scales[c * stride], bias ? bias + c * stride : nullptr);
+  }
+}
+
 void MatMulQ8DynColumns(const int8_t* xq, const float* xscale, const int8_t* w,
                         const float* scales, const float* bias, float* y, int64_t R, int64_t K,
                         int64_t N, int64_t n_begin, int64_t n_end) {
@@ -437,6 +479,22 @@ void MatMulQ8DynColumns(const int8_t* xq, const float* xscale, const int8_t* w,
   // Prefill: the exact int16 panel of matmul_dyn_panel-inl.h (same bits as these tiles).
   if (size_t(R) >= DynPanelWidth()) {
     return Q8DynPanelColumns(xq, xscale, w, scales, bias, y, size_t(R), k, n, size_t(n_begin), size_t(n_end));
+  }
+#endif
+#if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
+  // Decode on AVX2: tiles of 4 weight rows, rows under 4 KB one per page (decode_row_order.h).
+  if (R < 4) {
+    for (size_t r = 0; r < size_t(R); ++r) {
+      const auto tile = [&](auto rows_tag, size_t c, size_t stride, size_t next) {
+        Q8DynRowTile<decltype(rows_tag)::value>(xq + r * k, xscale[r], w + c * k, scales + c, bias ? bias + c : nullptr,
+                                                y + r * n + c, k, stride, next);
+      };
+      ForEachDecodeTile<4>(
+          size_t(n_begin), size_t(n_end), DecodeRowSpread(k),
+          [&](size_t c, size_t stride, size_t next) { tile(std::integral_constant<size_t, 4>{}, c, stride, next); },
+          [&](size_t c) { tile(std::integral_constant<size_t, 1>{}, c, 1, 1); });
+    }
+    return;
   }
 #endif
   for (size_t c = size_t(n_begin); c < size_t(n_end); ++c) {

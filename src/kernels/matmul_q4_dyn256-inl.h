@@ -5,7 +5,7 @@
 // Why: the generic tile (Q4DynTile) widens the nibbles and x to int16 and multiplies them with
 // vpmaddwd: 16 products per multiply, plus a lane reduction and a gather of four scales per group
 // of every 4 weight rows. On Zen 2 it ran 8da4w decode of the 1B shape compute-bound at ~12
-// cycles per 64 weights of one row (`BM_MatMulQ4DynG32/R:1/K:2048/N:512` in L2 at 11 GB/s of
+// cycles per 64 weights of one row (`BM_MatMulQ4DynG32/R:1/K:2048/N:512` from L3 at 11 GB/s of
 // weights on one thread; docs/benchmarks.md, thirty-seventh session).
 //
 // How: vpmaddubsw multiplies 32 unsigned bytes by 32 signed ones and adds neighbours into 16
@@ -20,12 +20,9 @@
 // AVX-VNNI lane reduction give there: exact, so folded in group order (the 8da4w order of
 // quant_kernels.h) the outputs are the other bodies' bits.
 //
-// Which rows a tile streams together: rows under 4 KB (K < 8192) are taken `spread` = 4096 / row
-// bytes apart, so each of a tile's 4 rows is a stream in a 4 KB page of its own and the next
-// tiles continue those streams (Q4Dyn256Rows). Zen 2's hardware prefetchers follow one stream
-// per page; 4 adjacent 1 KB rows are 4 streams in one page, which they did not follow: a
-// loads-only walk of 1 KB rows, 4 or 8 at a time, read 8.6–8.8 GB/s on one core, 15.4–15.6 with
-// the rows 4 KB apart, 14.7 one whole row after another (throwaway program; 2 cores 17.0 → 29.4).
+// Which rows a tile streams together: rows under 4 KB (K < 8192) one per 4 KB page, `spread` =
+// 4096 / row bytes apart (decode_row_order.h: Zen 2's prefetchers did not follow 4 adjacent 1 KB
+// rows, which are 4 streams in one page).
 //
 // Measured on Zen 2 (docs/benchmarks.md, thirty-seventh session): `BM_MatMulQ4DynG32/R:1/K:2048/
 // N:512` (one thread, weights from L3) 11.0 → 22.1 GB/s with adjacent rows; the 1B decode walk
@@ -42,11 +39,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <algorithm>
 #include <type_traits>
 
 #include "hwy/highway.h"
 #include "kernels/decode_prefetch.h"
+#include "kernels/decode_row_order.h"
 #include "kernels/vnni_intrinsics.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -208,10 +205,8 @@ HWY_INLINE void Q4Dyn256Tile(const int8_t* HWY_RESTRICT xq, float xscale, const 
   }
 }
 
-// Columns [n_begin, n_end) of each of the R rows of x: blocks of kN · spread weight rows as
-// `spread` tiles of kN rows `spread` rows apart (tile i: rows i, i + spread, ...), so that rows
-// under 4 KB put each row a tile streams at once in a 4 KB page of its own; then tiles of kN
-// adjacent rows and single rows. Each tile prefetches the rows the next one reads.
+// Columns [n_begin, n_end) of each of the R rows of x: tiles of 4 weight rows, rows under 4 KB
+// one per page (ForEachDecodeTile, decode_row_order.h), then single rows.
 template <Q4Dyn256Groups kG, bool kAsym>
 HWY_NOINLINE void Q4Dyn256Rows(const int8_t* xq, const float* xscale, const int32_t* group_sums,
                                const uint8_t* w, const float* scales, const float* offsets,
@@ -219,21 +214,16 @@ HWY_NOINLINE void Q4Dyn256Rows(const int8_t* xq, const float* xscale, const int3
                                size_t n_begin, size_t n_end) {
   constexpr int kN = 4;
   const size_t groups = K / G, row_bytes = K / 2;
-  const size_t spread = std::min<size_t>(16, std::max<size_t>(1, 4096 / row_bytes));
   for (size_t r = 0; r < R; ++r) {
-    size_t c = n_begin;
-    const auto tile = [&](auto rows_tag, size_t stride, size_t next) SLM_Q4DYN256_INLINE {
+    const auto tile = [&](auto rows_tag, size_t c, size_t stride, size_t next) SLM_Q4DYN256_INLINE {
       Q4Dyn256Tile<decltype(rows_tag)::value, kG, kAsym>(
           xq + r * K, xscale[r], group_sums + r * groups, w + c * row_bytes, scales + c * groups,
           kAsym ? offsets + c * groups : nullptr, bias ? bias + c : nullptr, y + r * N + c, K, G, stride, next);
     };
-    for (; spread > 1 && c + kN * spread <= n_end; c += kN * spread - spread) {
-      for (size_t i = 0; i < spread; ++i, ++c) {
-        tile(std::integral_constant<int, kN>{}, spread, i + 1 < spread ? 1 : kN * spread - i);
-      }
-    }
-    for (; c + kN <= n_end; c += kN) tile(std::integral_constant<int, kN>{}, 1, kN);
-    for (; c < n_end; ++c) tile(std::integral_constant<int, 1>{}, 1, 1);
+    ForEachDecodeTile<kN>(
+        n_begin, n_end, DecodeRowSpread(row_bytes),
+        [&](size_t c, size_t stride, size_t next) { tile(std::integral_constant<int, kN>{}, c, stride, next); },
+        [&](size_t c) { tile(std::integral_constant<int, 1>{}, c, 1, 1); });
   }
 }
 

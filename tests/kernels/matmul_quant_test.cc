@@ -445,6 +445,51 @@ TEST_P(QuantMatMulTest, WeightOnlyPanelPathMatchesReference) {
   }
 }
 
+// The decode tiles compute each row alone, whatever rows share a tile: over column ranges that
+// cross the blocks of the AVX2 int8 and 8da8w tiles, whose rows under 4 KB are taken one per 4 KB
+// page (decode_row_order.h: rows of 256 B, 1, 2 and 8 KB, spread 16, 4, 2 and 1), and those of
+// the int4 tiles, every column has the bits of its product taken alone (a one-column range, the
+// single-row tile), and the reference's value.
+TEST_P(QuantMatMulTest, DecodeGivesEveryColumnItsOneColumnBitsAcrossRowBlocks) {
+  enum class Kind { kInt8, kInt4, k8da8w };
+  for (int64_t R : {1, 3}) {
+    for (int64_t K : {256, 1024, 2048, 8192}) {
+      for (int64_t N : {37, 150}) {
+        const Q8Weights q8 = RandomQ8(N, K, uint32_t(K + 1));
+        const Q4Weights q4 = RandomQ4(N, 2 * K, 32, uint32_t(K + 2));  // int4 rows of K bytes
+        const auto b = RandomFloats(size_t(N), uint32_t(N));
+        for (Kind kind : {Kind::kInt8, Kind::kInt4, Kind::k8da8w}) {
+          const int64_t k = kind == Kind::kInt4 ? 2 * K : K;
+          const auto x = RandomFloats(size_t(R * k), uint32_t(k + N));
+          std::vector<int8_t> xq(static_cast<size_t>(R * k));
+          std::vector<float> xs(static_cast<size_t>(R));
+          QuantizeRowsI8(x.data(), xq.data(), xs.data(), nullptr, R, k, k);
+          const auto run = [&](int64_t n0, int64_t n1, float* y) {
+            if (kind == Kind::kInt4) {
+              MatMulQ4Columns(x.data(), q4.w.data(), q4.scales.data(), N % 2 ? q4.offsets.data() : nullptr, b.data(), y, R, k,
+                              N, 32, n0, n1);
+            } else if (kind == Kind::kInt8) {
+              MatMulQ8Columns(x.data(), q8.w.data(), q8.scales.data(), b.data(), y, R, k, N, n0, n1);
+            } else {
+              MatMulQ8DynColumns(xq.data(), xs.data(), q8.w.data(), q8.scales.data(), b.data(), y, R, k, N, n0, n1);
+            }
+          };
+          std::vector<float> whole(static_cast<size_t>(R * N)), alone(static_cast<size_t>(R * N));
+          const int64_t split = N / 2 + 3;
+          run(0, split, whole.data());
+          run(split, N, whole.data());
+          for (int64_t n = 0; n < N; ++n) run(n, n + 1, alone.data());
+          ASSERT_EQ(0, std::memcmp(whole.data(), alone.data(), whole.size() * sizeof(float)))
+              << "kind " << int(kind) << " R " << R << " K " << k << " N " << N;
+        }
+      }
+    }
+    ASSERT_TRUE(Q8Matches(R, 1024, 150, true, false));
+    ASSERT_TRUE(Q8Matches(R, 1024, 150, true, true));
+    ASSERT_TRUE(Q4Matches(R, 2048, 150, 32, true, true, false));
+  }
+}
+
 // The int8 weight-only decode tile prefetches into L1 where the CPU's L1 holds a tile ahead, else
 // into L2 (decode_prefetch.h): the same arithmetic either way, so the same bits, and the
 // reference's values. (On a CPU whose L1 is too small both runs take the L2 path; the codegen
