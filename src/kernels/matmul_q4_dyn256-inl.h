@@ -27,8 +27,9 @@
 // Measured on Zen 2 (docs/benchmarks.md, thirty-seventh session): `BM_MatMulQ4DynG32/R:1/K:2048/
 // N:512` (one thread, weights from L3) 11.0 → 22.1 GB/s with adjacent rows; the 1B decode walk
 // `BM_DecodeLayersQ4DynG32` 10.2 / 19.3 GB/s (1 / 2 threads) with the Highway tile, the same
-// with this one on adjacent rows, 13.1 / 24.0 with the rows spread; 1B 8da4w decode 26.6–28.3 →
-// 40.5–42.0 tok/s (2 threads, 75.0–76.7% of the DRAM bound).
+// with this one on adjacent rows, 13.1 / 24.0 with the rows spread. 1B 8da4w decode on 2 threads,
+// alternated against the Highway tile: 30.1 / 27.7 → 39.2 / 36.9 tok/s; twenty-first table 40.55
+// (77.0% of the DRAM bound).
 
 #if defined(SLM_KERNELS_MATMUL_Q4_DYN256_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef SLM_KERNELS_MATMUL_Q4_DYN256_INL_H_
@@ -70,11 +71,12 @@ HWY_INLINE __m256i Q4Dyn256BlockSums(__m256i p0, __m256i p1, __m256i p2, __m256i
   return _mm256_madd_epi16(quads, _mm256_set1_epi16(1));
 }
 
-// One row of xq × kN weight rows (8, 4 or 1); K % 64 == 0; group_sums: the row's [K / G] Σxq per
-// group. The outputs form sets of 4 (lane j = weight row 4s + j; a single row is a set with lanes
-// 1-3 zero), each with one f32 accumulator. Per 64-byte line of each weight row (two steps) one
-// prefetch of the next tile's line (kN rows on, as every decode tile) and, over the first lines,
-// of the next tile's scales.
+// One row of xq × kN weight rows `stride` rows apart (4, or 1 at the edge; 8 would be two sets of
+// 4); K % 64 == 0; group_sums: the row's [K / G] Σxq per group. The outputs form sets of 4 (lane
+// j = weight row 4s + j; a single row is a set with lanes 1-3 zero), each with one f32
+// accumulator. Per 64-byte line of each weight row (two steps) one prefetch of the next tile's
+// line (`next` rows on: ForEachDecodeTile, decode_row_order.h) and, over the first lines, of the
+// next tile's scales.
 template <int kN, Q4Dyn256Groups kG, bool kAsym>
 HWY_INLINE void Q4Dyn256Tile(const int8_t* HWY_RESTRICT xq, float xscale, const int32_t* group_sums,
                              const uint8_t* w, const float* scales, const float* offsets,
@@ -237,6 +239,8 @@ HWY_INLINE void Q4Dyn256Columns(const int8_t* xq, const float* xscale, const int
   if (G == 64) return run(asym ? Q4Dyn256Rows<Q4Dyn256Groups::k64, true> : Q4Dyn256Rows<Q4Dyn256Groups::k64, false>);
   run(asym ? Q4Dyn256Rows<Q4Dyn256Groups::kMulti, true> : Q4Dyn256Rows<Q4Dyn256Groups::kMulti, false>);
 }
+
+#undef SLM_Q4DYN256_INLINE
 
 #endif  // HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
 
