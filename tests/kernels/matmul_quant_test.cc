@@ -198,20 +198,31 @@ TEST_P(QuantMatMulTest, Int4WeightOnlyDecodeMatchesReferenceAcrossChunksAndTails
   }
 }
 
-// max over n of |y[n] − reference| / Σ_k |x_k·ŵ[n,k]| for one x row of the weight-only int4
-// decode product through the dispatch (the Highway bodies here: the AVX-512 and AVX2 nibble-plane
-// kernels where they apply, else the generic tile).
-double Int4DecodeWorstRelativeError(const std::vector<float>& x, int64_t K, int64_t N, int64_t G, bool asym) {
+// max over n of |y[n] − reference| / Σ_k |x_k·ŵ[n,k]| for one x row of a weight-only int4 decode
+// product: product(x, w, scales, offsets, y, K, N, G) computes y[0, N).
+template <typename Product>
+double Int4DecodeWorstRelativeError(Product&& product, const std::vector<float>& x, int64_t K, int64_t N, int64_t G,
+                                    bool asym) {
   const Q4Weights q = RandomQ4(N, K, G, 7);
   const float* off = asym ? q.offsets.data() : nullptr;
   std::vector<float> wdeq(static_cast<size_t>(N * K)), y(static_cast<size_t>(N)), want(static_cast<size_t>(N));
   for (int64_t n = 0; n < N; ++n) DequantizeRowQ4(q.w.data(), q.scales.data(), off, K, G, n, 1.0f, wdeq.data() + n * K);
-  MatMulQ4Columns(x.data(), q.w.data(), q.scales.data(), off, nullptr, y.data(), 1, K, N, G, 0, N);
+  product(x.data(), q.w.data(), q.scales.data(), off, y.data(), K, N, G);
   reference::MatMulQ4(x.data(), q.w.data(), q.scales.data(), off, nullptr, want.data(), 1, K, N, G);
   const auto mag = Magnitude(x, wdeq, nullptr, 1, K, N);
   double worst = 0;
   for (int64_t n = 0; n < N; ++n) worst = std::max(worst, std::fabs(double(y[size_t(n)]) - want[size_t(n)]) / mag[size_t(n)]);
   return worst;
+}
+
+// The same through the dispatch (the Highway bodies here: the AVX-512 and AVX2 nibble-plane
+// kernels where they apply, else the generic tile).
+double Int4DecodeWorstRelativeError(const std::vector<float>& x, int64_t K, int64_t N, int64_t G, bool asym) {
+  return Int4DecodeWorstRelativeError(
+      [](const float* xs, const uint8_t* w, const float* scales, const float* off, float* y, int64_t k, int64_t n, int64_t g) {
+        MatMulQ4Columns(xs, w, scales, off, nullptr, y, 1, k, n, g, 0, n);
+      },
+      x, K, N, G, asym);
 }
 
 TEST_P(QuantMatMulTest, Int4WeightOnlyDecodeKeepsF32Precision) {
@@ -1211,17 +1222,12 @@ bool SplitX(SplitXBody body, const float* x, const uint8_t* w, const float* scal
   return false;
 }
 
-// max over n of |y[n] − reference| / Σ_k |x_k·ŵ[n,k]| for one x row through the dispatch.
+// Int4DecodeWorstRelativeError of one split-x body called directly (symmetric groups).
 double WorstRelativeError(SplitXBody body, const std::vector<float>& x, int64_t K, int64_t N, int64_t G) {
-  const Q4Weights q = RandomQ4(N, K, G, 7);
-  std::vector<float> wdeq(static_cast<size_t>(N * K)), y(static_cast<size_t>(N)), want(static_cast<size_t>(N));
-  for (int64_t n = 0; n < N; ++n) DequantizeRowQ4(q.w.data(), q.scales.data(), nullptr, K, G, n, 1.0f, wdeq.data() + n * K);
-  EXPECT_TRUE(SplitX(body, x.data(), q.w.data(), q.scales.data(), nullptr, nullptr, y.data(), 1, K, N, G, 0, N));
-  reference::MatMulQ4(x.data(), q.w.data(), q.scales.data(), nullptr, nullptr, want.data(), 1, K, N, G);
-  const auto mag = Magnitude(x, wdeq, nullptr, 1, K, N);
-  double worst = 0;
-  for (int64_t n = 0; n < N; ++n) worst = std::max(worst, std::fabs(double(y[size_t(n)]) - want[size_t(n)]) / mag[size_t(n)]);
-  return worst;
+  return Int4DecodeWorstRelativeError(
+      [body](const float* xs, const uint8_t* w, const float* scales, const float* off, float* y, int64_t k, int64_t n,
+             int64_t g) { EXPECT_TRUE(SplitX(body, xs, w, scales, off, nullptr, y, 1, k, n, g, 0, n)); },
+      x, K, N, G, /*asym=*/false);
 }
 
 TEST_P(SplitXMatMulTest, Int4WeightOnlyDecodeMatchesReferenceAcrossChunksAndTails) {
