@@ -30,6 +30,7 @@
 #include "kernels/cpu_feature.h"
 #include "kernels/decode_prefetch.h"
 #include "kernels/matmul_q_vnni.h"
+#include "kernels/q4_dyn_folds256.h"
 #include "kernels/vnni_intrinsics.h"
 
 #if SLM_HAVE_VNNI_KERNELS
@@ -130,16 +131,15 @@ SLM_AVXVNNI_TARGET inline __m256i BlockSums4(__m256i v0, __m256i v1, __m256i v2,
   return _mm256_add_epi32(_mm256_unpacklo_epi64(a01, a23), _mm256_unpackhi_epi64(a01, a23));
 }
 
-// The group sizes the Q4 tile folds: 32 (two groups per 64-k step), 64 (one per step) or a
-// multiple of 64 (one per G / 64 steps). A template parameter, so each tile's loop has one path.
-enum class Q4Groups { k32, k64, kMulti };
+using vnni::Q4Groups;
 
 // One row of xq (permuted by PermuteForQ4Steps) × kN weight rows (8, 4 or 1); K % 64 == 0;
 // group_sums: the row's [K / G] Σxq per group. The outputs form sets of 4 (lane j = weight row
-// 4s + j; a single weight row is a set with lanes 1-3 zero), each with one f32 accumulator vector:
-// the two sets of 8 weight rows are two independent FMA chains. Per 64-byte line of each weight row
-// (two steps of 64 k) one prefetch of the next tile's line (kN rows on, as every decode tile) and,
-// over the first lines, of the next tile's scales.
+// 4s + j; a single weight row is a set with lanes 1-3 zero): the two sets of 8 weight rows are
+// two independent FMA chains. Each step's block sums are folded by vnni::Q4DynFolds256
+// (q4_dyn_folds256.h, shared with the AVX2 tile of matmul_q4_dyn256-inl.h). Per 64-byte line of
+// each weight row (two steps of 64 k) one prefetch of the next tile's line (kN rows on, as every
+// decode tile) and, over the first lines, of the next tile's scales.
 template <int kN, Q4Groups kG, bool kAsym>
 SLM_AVXVNNI_TARGET inline void Q4Tile(const int8_t* xp, float xscale, const int32_t* group_sums,
                                       const uint8_t* w, const float* scales, const float* offsets,
@@ -149,59 +149,7 @@ SLM_AVXVNNI_TARGET inline void Q4Tile(const int8_t* xp, float xscale, const int3
   constexpr int kSetCols = kN < 4 ? kN : 4;
   const size_t groups = K / G, row_bytes = K / 2, steps = K / 64, scale_lines = (groups + 15) / 16;
   const size_t steps_per_group = kG == Q4Groups::kMulti ? G / 64 : 1;
-  __m128 acc[kSets];
-  __m128i pending[kSets];  // kMulti: the current group's dots over its steps
-  #pragma GCC unroll 2
-  for (int s = 0; s < kSets; ++s) {
-    acc[s] = _mm_setzero_ps();
-    pending[s] = _mm_setzero_si128();
-  }
-  // Lane j: v[(4s + j) · groups + g] for the set's weight rows (0 past kSetCols).
-  const auto by_row = [&](const float* v, int s, size_t g) SLM_AVXVNNI_TARGET __attribute__((always_inline)) {
-    if constexpr (kSetCols == 4) {
-      const float* p = v + 4 * s * groups + g;
-      return _mm_setr_ps(p[0], p[groups], p[2 * groups], p[3 * groups]);
-    } else {
-      return _mm_setr_ps(v[g], 0.0f, 0.0f, 0.0f);
-    }
-  };
-  // acc[s] (+)= group g's dots d (lane per weight row of set s), in the 8da4w order.
-  const auto fold = [&](int s, size_t g, __m128i d) SLM_AVXVNNI_TARGET __attribute__((always_inline)) {
-    const __m128i gs = _mm_set1_epi32(group_sums[g]);
-    const __m128 scale = by_row(scales, s, g);
-    if constexpr (!kAsym) {
-      acc[s] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_sub_epi32(d, _mm_slli_epi32(gs, 3))), scale, acc[s]);
-    } else {
-      acc[s] = _mm_fmadd_ps(_mm_cvtepi32_ps(gs), by_row(offsets, s, g), _mm_fmadd_ps(_mm_cvtepi32_ps(d), scale, acc[s]));
-    }
-  };
-  // G = 32, 4 weight rows: the step's two groups g, g + 1 at once — per row the two scales in one
-  // 8-byte load, transposed to [rows at g] and [rows at g + 1] (not gathered a float at a time);
-  // folded in order g, then g + 1.
-  const auto fold_step_g32 = [&](int s, size_t t, __m256i M, __m256i gs) SLM_AVXVNNI_TARGET __attribute__((always_inline)) {
-    const size_t g = 2 * t;
-    const auto pairs = [&](const float* v, __m128* at_g, __m128* at_g1) SLM_AVXVNNI_TARGET __attribute__((always_inline)) {
-      const float* p = v + 4 * s * groups + g;
-      const auto two = [](const float* q) { return _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q))); };
-      const __m128 r01 = _mm_unpacklo_ps(two(p), two(p + groups));  // [r0 g, r1 g, r0 g+1, r1 g+1]
-      const __m128 r23 = _mm_unpacklo_ps(two(p + 2 * groups), two(p + 3 * groups));
-      *at_g = _mm_movelh_ps(r01, r23);
-      *at_g1 = _mm_movehl_ps(r23, r01);
-    };
-    __m128 s0, s1;
-    pairs(scales, &s0, &s1);
-    if constexpr (!kAsym) {
-      const __m256 D = _mm256_cvtepi32_ps(_mm256_sub_epi32(M, _mm256_slli_epi32(gs, 3)));
-      acc[s] = _mm_fmadd_ps(_mm256_castps256_ps128(D), s0, acc[s]);
-      acc[s] = _mm_fmadd_ps(_mm256_extractf128_ps(D, 1), s1, acc[s]);
-    } else {
-      __m128 o0, o1;
-      pairs(offsets, &o0, &o1);
-      const __m256 D = _mm256_cvtepi32_ps(M), GS = _mm256_cvtepi32_ps(gs);
-      acc[s] = _mm_fmadd_ps(_mm256_castps256_ps128(GS), o0, _mm_fmadd_ps(_mm256_castps256_ps128(D), s0, acc[s]));
-      acc[s] = _mm_fmadd_ps(_mm256_extractf128_ps(GS, 1), o1, _mm_fmadd_ps(_mm256_extractf128_ps(D, 1), s1, acc[s]));
-    }
-  };
+  vnni::Q4DynFolds256<kSets, kSetCols, kG, kAsym> folds(group_sums, scales, offsets, groups, 1, G);
   // One 64-k step: the dots of every weight row, per set reduced to block sums and folded.
   size_t into_group = 0;  // kMulti: steps of the current group done
   const auto step = [&](size_t t) SLM_AVXVNNI_TARGET __attribute__((always_inline)) {
@@ -209,12 +157,7 @@ SLM_AVXVNNI_TARGET inline void Q4Tile(const int8_t* xp, float xscale, const int3
     const __m256i xh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp + 64 * t + 32));
     const bool group_ends = kG == Q4Groups::kMulti && ++into_group == steps_per_group;
     if (group_ends) into_group = 0;
-    __m256i gs_pair = _mm256_setzero_si256();  // G = 32: [Σxq of group 2t ×4, of 2t + 1 ×4]
-    if constexpr (kG == Q4Groups::k32 && kSetCols == 4) {
-      gs_pair = _mm256_permutevar8x32_epi32(
-          _mm256_castsi128_si256(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(group_sums + 2 * t))),
-          _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
-    }
+    const __m256i gs_pair = folds.StepGroupSums(t);
     #pragma GCC unroll 2
     for (int s = 0; s < kSets; ++s) {
       __m256i dots[4];
@@ -228,22 +171,7 @@ SLM_AVXVNNI_TARGET inline void Q4Tile(const int8_t* xp, float xscale, const int3
         vnni::LoadNibbles256(w + (4 * s + j) * row_bytes + 32 * t, lo, hi);
         dots[j] = Dpbusd256(Dpbusd256(_mm256_setzero_si256(), lo, xl), hi, xh);
       }
-      const __m256i M = BlockSums4(dots[0], dots[1], dots[2], dots[3]);  // half b: block 2t + b
-      const __m128i b0 = _mm256_castsi256_si128(M), b1 = _mm256_extracti128_si256(M, 1);
-      if constexpr (kG == Q4Groups::k32 && kSetCols == 4) {
-        fold_step_g32(s, t, M, gs_pair);
-      } else if constexpr (kG == Q4Groups::k32) {
-        fold(s, 2 * t, b0);
-        fold(s, 2 * t + 1, b1);
-      } else if constexpr (kG == Q4Groups::k64) {
-        fold(s, t, _mm_add_epi32(b0, b1));
-      } else {
-        pending[s] = _mm_add_epi32(pending[s], _mm_add_epi32(b0, b1));
-        if (group_ends) {
-          fold(s, (t + 1) / steps_per_group - 1, pending[s]);
-          pending[s] = _mm_setzero_si128();
-        }
-      }
+      folds.Step(s, t, BlockSums4(dots[0], dots[1], dots[2], dots[3]), gs_pair, group_ends);  // half b: block 2t + b
     }
   };
   size_t t = 0;
@@ -260,13 +188,7 @@ SLM_AVXVNNI_TARGET inline void Q4Tile(const int8_t* xp, float xscale, const int3
     step(t + 1);
   }
   if (t < steps) step(t);  // K % 128 == 64: the last half line
-  #pragma GCC unroll 2
-  for (int s = 0; s < kSets; ++s) {
-    alignas(16) float out[4];
-    const auto at = [&](int j) { return bias != nullptr && j < kSetCols ? bias[4 * s + j] : 0.0f; };
-    _mm_store_ps(out, _mm_fmadd_ps(acc[s], _mm_set1_ps(xscale), _mm_setr_ps(at(0), at(1), at(2), at(3))));
-    for (int j = 0; j < kSetCols; ++j) y[4 * s + j] = out[j];
-  }
+  folds.Store(xscale, bias, y);
 }
 
 // Tiles of 8, 4 and 1 weight rows over columns [n_begin, n_end) of one row of x.
