@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <type_traits>
 
 namespace slm::kernels {
 
@@ -28,21 +29,22 @@ inline size_t DecodeRowSpread(size_t row_bytes) {
 
 // Covers weight rows [n_begin, n_end): blocks of kN · spread rows as `spread` tiles of kN rows
 // `spread` apart (tile i of a block: rows i, i + spread, ...), then tiles of kN adjacent rows,
-// then single rows. tile(c, stride, next): the tile of rows c, c + stride, ..., c + (kN − 1) ·
-// stride; next: rows from each of them to the row at its place in the next tile (what it
-// prefetches). single(c): row c alone (its next row is c + 1). Every row's own arithmetic is
-// the tile's whatever rows share it, so the order changes no bits.
-template <size_t kN, typename Tile, typename Single>
-[[gnu::always_inline]] inline void ForEachDecodeTile(size_t n_begin, size_t n_end, size_t spread, Tile&& tile,
-                                                     Single&& single) {
+// then single rows. tile(rows, c, stride, next), rows an std::integral_constant<size_t, kN or 1>:
+// the tile of rows c, c + stride, ..., c + (rows − 1) · stride; next: rows from each of them to
+// the row at its place in the next tile (what it prefetches; a single row's is c + 1). Every row's
+// own arithmetic is the tile's whatever rows share it, so the order changes no bits.
+template <size_t kN, typename Tile>
+[[gnu::always_inline]] inline void ForEachDecodeTile(size_t n_begin, size_t n_end, size_t spread, Tile&& tile) {
+  const std::integral_constant<size_t, kN> rows;
+  const std::integral_constant<size_t, 1> one;
   size_t c = n_begin;
   if (spread > 1) {
     for (; c + kN * spread <= n_end; c += kN * spread - spread) {
-      for (size_t i = 0; i < spread; ++i, ++c) tile(c, spread, i + 1 < spread ? size_t{1} : kN * spread - i);
+      for (size_t i = 0; i < spread; ++i, ++c) tile(rows, c, spread, i + 1 < spread ? size_t{1} : kN * spread - i);
     }
   }
-  for (; c + kN <= n_end; c += kN) tile(c, size_t{1}, kN);
-  for (; c < n_end; ++c) single(c);
+  for (; c + kN <= n_end; c += kN) tile(rows, c, size_t{1}, kN);
+  for (; c < n_end; ++c) tile(one, c, size_t{1}, size_t{1});
 }
 
 }  // namespace slm::kernels

@@ -219,10 +219,7 @@ HWY_INLINE void Q8RowTiles(const float* x, const int8_t* w, const float* scales,
       Q8RowTile<decltype(rows_tag)::value, kIntoL1>(x + r * k, w + c * k, scales + c, bias ? bias + c : nullptr,
                                                     y + r * n + c, k, stride, next);
     };
-    ForEachDecodeTile<kN>(
-        size_t(n_begin), size_t(n_end), spread,
-        [&](size_t c, size_t stride, size_t next) { tile(std::integral_constant<size_t, kN>{}, c, stride, next); },
-        [&](size_t c) { tile(std::integral_constant<size_t, 1>{}, c, 1, 1); });
+    ForEachDecodeTile<kN>(size_t(n_begin), size_t(n_end), spread, tile);
   }
 }
 
@@ -489,10 +486,7 @@ void MatMulQ8DynColumns(const int8_t* xq, const float* xscale, const int8_t* w,
         Q8DynRowTile<decltype(rows_tag)::value>(xq + r * k, xscale[r], w + c * k, scales + c, bias ? bias + c : nullptr,
                                                 y + r * n + c, k, stride, next);
       };
-      ForEachDecodeTile<4>(
-          size_t(n_begin), size_t(n_end), DecodeRowSpread(k),
-          [&](size_t c, size_t stride, size_t next) { tile(std::integral_constant<size_t, 4>{}, c, stride, next); },
-          [&](size_t c) { tile(std::integral_constant<size_t, 1>{}, c, 1, 1); });
+      ForEachDecodeTile<4>(size_t(n_begin), size_t(n_end), DecodeRowSpread(k), tile);
     }
     return;
   }

@@ -53,7 +53,7 @@ namespace slm::kernels::HWY_NAMESPACE {
 
 #if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
 
-// The tile's lambda is inlined (GCC 12 compiled it as an out-of-line call that passed the
+// The tile's step lambda is inlined (GCC 12 compiled it as an out-of-line call that passed the
 // accumulators through memory).
 #define SLM_Q4DYN256_INLINE __attribute__((always_inline))
 
@@ -79,16 +79,13 @@ HWY_INLINE void Q4Dyn256Tile(const int8_t* HWY_RESTRICT xq, float xscale, const 
                              const float* bias, float* y, size_t K, size_t G, size_t stride, size_t next) {
   static_assert(kN == 4 || kN == 1, "4 or 1 weight rows");
   const size_t groups = K / G, row_bytes = K / 2, steps = K / 64, scale_lines = (groups + 15) / 16;
-  const size_t steps_per_group = kG == vnni::Q4Groups::kMulti ? G / 64 : 1;
   const size_t rb = stride * row_bytes, rg = stride * groups;  // between the tile's rows
   vnni::Q4DynFolds256<1, kN, kG, kAsym> folds(group_sums, scales, offsets, groups, stride, G);
-  size_t into_group = 0;  // kMulti: steps of the current group done
   const auto step = [&](size_t t) SLM_Q4DYN256_INLINE {
     const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 64 * t));
     const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 64 * t + 32));
     const __m256i xl = _mm256_permute2x128_si256(a, b, 0x20), xh = _mm256_permute2x128_si256(a, b, 0x31);
-    const bool group_ends = kG == vnni::Q4Groups::kMulti && ++into_group == steps_per_group;
-    if (group_ends) into_group = 0;
+    folds.BeginStep(t);
     __m256i p[4];
     HWY_UNROLL(4)
     for (int j = 0; j < 4; ++j) {
@@ -100,7 +97,7 @@ HWY_INLINE void Q4Dyn256Tile(const int8_t* HWY_RESTRICT xq, float xscale, const 
       vnni::LoadNibbles256(w + j * rb + 32 * t, lo, hi);
       p[j] = _mm256_add_epi16(_mm256_maddubs_epi16(lo, xl), _mm256_maddubs_epi16(hi, xh));
     }
-    folds.Step(0, t, Q4Dyn256BlockSums(p[0], p[1], p[2], p[3]), folds.StepGroupSums(t), group_ends);
+    folds.Step(0, Q4Dyn256BlockSums(p[0], p[1], p[2], p[3]));
   };
   size_t t = 0;
   for (size_t line = 0; t + 2 <= steps; t += 2, ++line) {
@@ -129,15 +126,12 @@ HWY_NOINLINE void Q4Dyn256Rows(const int8_t* xq, const float* xscale, const int3
   constexpr int kN = 4;
   const size_t groups = K / G, row_bytes = K / 2;
   for (size_t r = 0; r < R; ++r) {
-    const auto tile = [&](auto rows_tag, size_t c, size_t stride, size_t next) SLM_Q4DYN256_INLINE {
+    const auto tile = [&](auto rows_tag, size_t c, size_t stride, size_t next) {
       Q4Dyn256Tile<decltype(rows_tag)::value, kG, kAsym>(
           xq + r * K, xscale[r], group_sums + r * groups, w + c * row_bytes, scales + c * groups,
           kAsym ? offsets + c * groups : nullptr, bias ? bias + c : nullptr, y + r * N + c, K, G, stride, next);
     };
-    ForEachDecodeTile<kN>(
-        n_begin, n_end, DecodeRowSpread(row_bytes),
-        [&](size_t c, size_t stride, size_t next) { tile(std::integral_constant<int, kN>{}, c, stride, next); },
-        [&](size_t c) { tile(std::integral_constant<int, 1>{}, c, 1, 1); });
+    ForEachDecodeTile<kN>(n_begin, n_end, DecodeRowSpread(row_bytes), tile);
   }
 }
 

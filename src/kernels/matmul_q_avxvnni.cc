@@ -148,16 +148,12 @@ SLM_AVXVNNI_TARGET inline void Q4Tile(const int8_t* xp, float xscale, const int3
   constexpr int kSets = (kN + 3) / 4;
   constexpr int kSetCols = kN < 4 ? kN : 4;
   const size_t groups = K / G, row_bytes = K / 2, steps = K / 64, scale_lines = (groups + 15) / 16;
-  const size_t steps_per_group = kG == Q4Groups::kMulti ? G / 64 : 1;
   vnni::Q4DynFolds256<kSets, kSetCols, kG, kAsym> folds(group_sums, scales, offsets, groups, 1, G);
   // One 64-k step: the dots of every weight row, per set reduced to block sums and folded.
-  size_t into_group = 0;  // kMulti: steps of the current group done
   const auto step = [&](size_t t) SLM_AVXVNNI_TARGET __attribute__((always_inline)) {
     const __m256i xl = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp + 64 * t));
     const __m256i xh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp + 64 * t + 32));
-    const bool group_ends = kG == Q4Groups::kMulti && ++into_group == steps_per_group;
-    if (group_ends) into_group = 0;
-    const __m256i gs_pair = folds.StepGroupSums(t);
+    folds.BeginStep(t);
     #pragma GCC unroll 2
     for (int s = 0; s < kSets; ++s) {
       __m256i dots[4];
@@ -171,7 +167,7 @@ SLM_AVXVNNI_TARGET inline void Q4Tile(const int8_t* xp, float xscale, const int3
         vnni::LoadNibbles256(w + (4 * s + j) * row_bytes + 32 * t, lo, hi);
         dots[j] = Dpbusd256(Dpbusd256(_mm256_setzero_si256(), lo, xl), hi, xh);
       }
-      folds.Step(s, t, BlockSums4(dots[0], dots[1], dots[2], dots[3]), gs_pair, group_ends);  // half b: block 2t + b
+      folds.Step(s, BlockSums4(dots[0], dots[1], dots[2], dots[3]));  // half b: block 2t + b
     }
   };
   size_t t = 0;

@@ -42,22 +42,27 @@ class Q4DynFolds256 {
     }
   }
 
-  // G = 32 and sets of 4: step t's [Σxq of group 2t ×4, of 2t + 1 ×4], shared by the sets.
-  SLM_Q4_FOLDS_MEMBER __m256i StepGroupSums(size_t t) const {
+  // Once per 64-k step t, before its sets' Step calls: G = 32 with sets of 4, the step's [Σxq of
+  // group 2t ×4, of 2t + 1 ×4], shared by the sets; kMulti, whether t ends its group.
+  SLM_Q4_FOLDS_MEMBER void BeginStep(size_t t) {
+    t_ = t;
     if constexpr (kG == Q4Groups::k32 && kSetRows == 4) {
-      return _mm256_permutevar8x32_epi32(
+      gs_pair_ = _mm256_permutevar8x32_epi32(
           _mm256_castsi128_si256(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(group_sums_ + 2 * t))),
           _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
     }
-    return _mm256_setzero_si256();
+    if constexpr (kG == Q4Groups::kMulti) {
+      group_ends_ = ++into_group_ == steps_per_group_;
+      if (group_ends_) into_group_ = 0;
+    }
   }
 
-  // Step t's block sums M of set s; gs_pair: StepGroupSums(t); group_ends (kMulti): t is the last
-  // step of its group.
-  SLM_Q4_FOLDS_MEMBER void Step(int s, size_t t, __m256i M, __m256i gs_pair, bool group_ends) {
+  // The current step's block sums M of set s.
+  SLM_Q4_FOLDS_MEMBER void Step(int s, __m256i M) {
+    const size_t t = t_;
     const __m128i b0 = _mm256_castsi256_si128(M), b1 = _mm256_extracti128_si256(M, 1);
     if constexpr (kG == Q4Groups::k32 && kSetRows == 4) {
-      FoldPair(s, t, M, gs_pair);
+      FoldPair(s, t, M, gs_pair_);
     } else if constexpr (kG == Q4Groups::k32) {
       Fold(s, 2 * t, b0);
       Fold(s, 2 * t + 1, b1);
@@ -65,7 +70,7 @@ class Q4DynFolds256 {
       Fold(s, t, _mm_add_epi32(b0, b1));
     } else {
       pending_[s] = _mm_add_epi32(pending_[s], _mm_add_epi32(b0, b1));
-      if (group_ends) {
+      if (group_ends_) {
         Fold(s, (t + 1) / steps_per_group_ - 1, pending_[s]);
         pending_[s] = _mm_setzero_si128();
       }
@@ -140,6 +145,10 @@ class Q4DynFolds256 {
   size_t rg_, stride_, steps_per_group_;
   __m128 acc_[kSets];
   __m128i pending_[kSets];  // kMulti: the current group's dots over its steps
+  size_t t_ = 0;            // the current step
+  __m256i gs_pair_ = _mm256_setzero_si256();  // G = 32, sets of 4: BeginStep's group sums
+  size_t into_group_ = 0;   // kMulti: steps of the current group done
+  bool group_ends_ = false;  // kMulti: the current step ends its group
 };
 
 }  // namespace slm::kernels::vnni
