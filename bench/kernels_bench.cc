@@ -326,34 +326,14 @@ struct DecodeLayerProducts {
   }
 };
 
-// The 1B shape's int4 decode without the rest of the graph. Arg: threads. Against `staticlm bench
-// --profile` it separates the int4 products' streaming from what the runtime adds between them;
-// against BM_DecodeWalkQ4G32 (one shape, matrices back to back) what the mix of shapes costs;
-// against BM_DecodeLayersStreamQ4G32 (the same bytes read without arithmetic) what the arithmetic
-// costs.
+// The 1B shape's int4 decode without the rest of the graph: weight-only (f32 x, MatMulQ4Columns)
+// and 8da4w (x quantized once per product with its group sums, as the runtime's matmul_q op does,
+// MatMulQ4DynColumns). Arg: threads. Against `staticlm bench --profile` it separates the int4
+// products' streaming from what the runtime adds between them; against BM_DecodeWalkQ4G32 (one
+// shape, matrices back to back) what the mix of shapes costs; against BM_DecodeLayersStreamQ4G32
+// (the same bytes read without arithmetic) what the arithmetic costs.
+template <bool kDynamic>
 void BM_DecodeLayersQ4G32(benchmark::State& state) {
-  const DecodeLayerProducts layers;
-  const HugePageCopy<uint8_t> data(layers.Data());
-  const auto x = Random(8192, 1);
-  std::vector<float> y(8192);
-  slm::ThreadPool pool(int(state.range(0)));
-  for (auto _ : state) {
-    for (const auto& p : layers.products) {
-      const float* scales = reinterpret_cast<const float*>(data.get() + p.scales);
-      pool.ParallelFor(p.N, 8, [&](int64_t nb, int64_t ne) {
-        slm::kernels::MatMulQ4Columns(x.data(), data.get() + p.weights, scales, nullptr, nullptr, y.data(), 1, p.K,
-                                      p.N, 32, nb, ne);
-      });
-    }
-    benchmark::DoNotOptimize(y.data());
-  }
-  WalkCounters(state, double(layers.bytes));
-}
-BENCHMARK(BM_DecodeLayersQ4G32)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
-
-// The same walk for 8da4w: x quantized once per product with its group sums, as the runtime's
-// matmul_q op does, then MatMulQ4DynColumns. Arg: threads.
-void BM_DecodeLayersQ4DynG32(benchmark::State& state) {
   const DecodeLayerProducts layers;
   const HugePageCopy<uint8_t> data(layers.Data());
   const auto x = Random(8192, 1);
@@ -365,17 +345,23 @@ void BM_DecodeLayersQ4DynG32(benchmark::State& state) {
   for (auto _ : state) {
     for (const auto& p : layers.products) {
       const float* scales = reinterpret_cast<const float*>(data.get() + p.scales);
-      slm::kernels::QuantizeRowsI8(x.data(), xq.data(), &xscale, group_sums.data(), 1, p.K, 32);
+      if constexpr (kDynamic) slm::kernels::QuantizeRowsI8(x.data(), xq.data(), &xscale, group_sums.data(), 1, p.K, 32);
       pool.ParallelFor(p.N, 8, [&](int64_t nb, int64_t ne) {
-        slm::kernels::MatMulQ4DynColumns(xq.data(), &xscale, group_sums.data(), data.get() + p.weights, scales,
-                                         nullptr, nullptr, y.data(), 1, p.K, p.N, 32, nb, ne);
+        if constexpr (kDynamic) {
+          slm::kernels::MatMulQ4DynColumns(xq.data(), &xscale, group_sums.data(), data.get() + p.weights, scales,
+                                           nullptr, nullptr, y.data(), 1, p.K, p.N, 32, nb, ne);
+        } else {
+          slm::kernels::MatMulQ4Columns(x.data(), data.get() + p.weights, scales, nullptr, nullptr, y.data(), 1, p.K,
+                                        p.N, 32, nb, ne);
+        }
       });
     }
     benchmark::DoNotOptimize(y.data());
   }
   WalkCounters(state, double(layers.bytes));
 }
-BENCHMARK(BM_DecodeLayersQ4DynG32)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DecodeLayersQ4G32<false>)->Name("BM_DecodeLayersQ4G32")->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DecodeLayersQ4G32<true>)->Name("BM_DecodeLayersQ4DynG32")->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
 
 // The same walk with int8 weights: weight-only (f32 x, MatMulQ8Columns) and 8da8w (x quantized
 // once per product, as the runtime's matmul_q op does, MatMulQ8DynColumns). Arg: threads. The
