@@ -8,27 +8,42 @@
 // artifact (20.9), compute-bound at ~2.9 weights per cycle (BM_MatMulQ4G32 with its 2 MB of
 // weights in cache as fast as the decode walk from DRAM; docs/benchmarks.md, thirty-sixth session).
 //
-// How: a 32-byte load is one chunk of 64 weights (two Q4 blocks). Nibble m of every dword lane is
-// turned into f32 q − 8 without a convert: the dword's high half is replaced by 0x4B00 (2^23 as
-// an f32, one blend; nibbles 4..7 from the dword shifted right by 16), a mask keeps the exponent
-// and nibble m, which leaves the float 2^23 + q·16^m, and one FMA scales it by 16^−m and subtracts
-// 2^23·16^−m + 8, exactly (the result is a small integer). The group scale is applied once per
-// chunk to the sum of the 8 planes' products (the identity of matmul_q4_planes-inl.h):
+// How: a 32-byte load is one chunk of 64 weights (two Q4 blocks). Its 16-bit words are
+// interleaved with the word 0x4F00 (`vpunpcklwd` / `vpunpckhwd`: words 0-3 and 4-7 of each 128-bit
+// half), so each dword is 16 bits of codes under the high half 0x4F00 (an f32 exponent field of
+// 158 = 0b10011110). Nibble m of a dword becomes f32 q − 8 in two ops, no convert and no multiply:
+// a mask keeps the nibble and the exponent field 150 − 4m (whose bits 158 holds), which leaves
+// the float 2^(23−4m) + q, and an add subtracts 2^(23−4m) + 8, exactly. The group scale is
+// applied once per chunk to the sum of the 8 planes' products (the identity of
+// matmul_q4_planes-inl.h):
 //   Σ_k ŵ_k·x_k = Σ_g s_g · Σ_{k∈g} (q_k − 8)·x_k  +  Σ_g (o_g + 8·s_g) · Σ_{k∈g} x_k
-// Lane i of plane m holds weight 32·(i/4) + 4·(i%4) + m/2 + 16·(m%2) of the chunk (the Q4 block
-// layout of quant_kernels.h); x is permuted once per call into that order. Every product is the
-// f32 product of x with the exact q − 8 (no scaling of x or of the codes), so tiny, huge and
+// x is permuted once per call into the planes' lane order (PermuteToPlanes256). Every product is
+// the f32 product of x with the exact q − 8 (no scaling of x or of the codes), so tiny, huge and
 // non-finite x behave as in the f32 reference.
 //
-// Measured on Zen 2 (docs/benchmarks.md, thirty-sixth session): `BM_MatMulQ4G32/1/2048/2048` (one
-// thread) 19.5 → 27.0 GFLOP/s; on 2 threads the 1B decode walk (`BM_DecodeLayersQ4G32/2`) 11.3 →
-// 16.0 GB/s and 1B int4 decode 17.2 → 23.9 tok/s. Tried on the way: the codes as signed fields (XOR 0x88, shift up and
-// arithmetic shift down, convert: 15 shifts per chunk) 23.0 GFLOP/s; masks and converts (8
-// converts per chunk) 26.0; the codes unpacked byte → word → dword under a 0x4B00 high word and one
-// add (no FMA before the product) 26.0–26.1 against 27.0, the walk 15.4 against 16.0–16.1 GB/s (3
-// alternated rounds); four product chains instead of two, 2 or 8 rows per tile instead of 4: no
-// better. Zen 2 issues one convert and one shift per cycle, two FMAs, four logic ops (measured);
-// none of them alone accounts for the ~16 cycles a chunk of one row takes.
+// Why the op count matters: on Zen 2 this loop issues ~2.4 vector ops per cycle (its four FP
+// pipes take ~3.6 per cycle of the same instruction mix without the dependencies), so it runs
+// at the speed of its op count per chunk and row and of the two pipes that multiply: from 31
+// ops, 15 of them FMAs or multiplies, to 29 with 9: ~12.8 → ~10.9 cycles (3.35 GHz; in L2).
+//
+// Measured on Zen 2: thirty-sixth session (docs/benchmarks.md), against the generic tile:
+// `BM_MatMulQ4G32/1/2048/2048` (one thread) 19.5 → 27.0 GFLOP/s, the 1B decode walk on 2 threads
+// (`BM_DecodeLayersQ4G32/2`) 11.3 → 16.0 GB/s, 1B int4 decode 17.2 → 23.9 tok/s. Thirty-eighth
+// session, each step alternated with the one before (3 repetitions, 2 rounds): the conversion as
+// an add instead of an FMA by 16^−m (one exponent per plane instead of 2^23 for all)
+// `BM_MatMulQ4G32/1/2048/512` 8.0–8.4 → 8.9 GB/s of weights, walk 16.0 → 17.0–17.2 GB/s; the
+// words interleaved with 0x4F00 instead of a shift and two `vpblendw` 8.9 → 9.3–9.5, walk 17.1 →
+// 17.6–18.1; the G = 32 scale pair as `vbroadcastsd` + in-lane `vpermilps` instead of a
+// cross-lane `vpermps` (two ops on Zen 2) 9.5 → 9.8–9.9, walk 17.7–18.1 → 19.0–19.1; 1B int4
+// decode 23.7–23.9 → 27.0–28.1 tok/s. Tried on the way (thirty-sixth session): the codes as signed
+// fields (XOR 0x88, shift up and arithmetic shift down, convert: 15 shifts per chunk) 23.0
+// GFLOP/s; masks and converts (8 converts per chunk) 26.0; the codes unpacked byte → word → dword
+// under a 0x4B00 high word and one add 26.0–26.1 against 27.0; four product chains instead of
+// two, 2 or 8 rows per tile instead of 4: no better (2 rows again in the thirty-eighth: within 2%).
+// Thirty-eighth: the scale pair as two `vbroadcastss` and a `vinsertf128` was slower (8.7 against
+// 8.9); x split into three int8 parts and multiplied with `vpmaddubsw` (the split-x method of the
+// VNNI bodies, block sums over 4 rows by `vphaddw`) ran a throwaway loop in L1 at ~9.9 cycles per
+// chunk and row against ~11–13 for this kernel: not worth a third body.
 
 #if defined(SLM_KERNELS_MATMUL_Q4_PLANES256_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef SLM_KERNELS_MATMUL_Q4_PLANES256_INL_H_
@@ -58,55 +73,50 @@ HWY_INLINE bool Q4Planes256Apply(size_t K, size_t G) {
   return K >= kQ4Chunk256 && (kQ4Chunk256 % G == 0 || G % kQ4Chunk256 == 0);
 }
 
-// xp[c·64 + 8·m + i] = x[c·64 + 32·(i/4) + 4·(i%4) + m/2 + 16·(m%2)] for the K/64 whole chunks.
+// xp[c·64 + 8·P + i] = x[c·64 + 32·(i/4) + 2·(i%4) + 8·(P/4) + (P%4)/2 + 16·(P%2)] for the K/64
+// whole chunks: the weight that lane i of plane P holds (ChunkDot256).
 HWY_INLINE void PermuteToPlanes256(const float* HWY_RESTRICT x, float* HWY_RESTRICT xp, size_t chunks) {
   for (size_t c = 0; c < chunks; ++c) {
     const float* xc = x + c * kQ4Chunk256;
     float* out = xp + c * kQ4Chunk256;
-    for (size_t m = 0; m < 8; ++m) {
-      const size_t at = m / 2 + 16 * (m % 2);
-      for (size_t i = 0; i < 8; ++i) out[8 * m + i] = xc[32 * (i / 4) + 4 * (i % 4) + at];
+    for (size_t P = 0; P < 8; ++P) {
+      const size_t at = 8 * (P / 4) + (P % 4) / 2 + 16 * (P % 2);
+      for (size_t i = 0; i < 8; ++i) out[8 * P + i] = xc[32 * (i / 4) + 2 * (i % 4) + at];
     }
   }
 }
 
 // The group scales of one chunk as a lane vector (lanes 4b..4b+3 belong to block b): kScales = 2
-// for G = 32, else 1.
+// for G = 32 (the pair broadcast, then an in-lane permute), else 1.
 template <size_t kScales>
 HWY_INLINE __m256 ChunkScales256(const float* first) {
   if constexpr (kScales == 2) {
     const __m256i lanes = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
-    const __m128 two = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(first)));
-    return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(two), lanes);
+    const __m256 pair = _mm256_castpd_ps(_mm256_broadcast_sd(reinterpret_cast<const double*>(first)));
+    return _mm256_permutevar_ps(pair, lanes);
   } else {
     return _mm256_broadcast_ss(first);
   }
 }
 
-// The chunk's dwords with the high 16 bits replaced by 0x4B00: each dword, read as an f32, is
-// 2^23 + its low 16 bits (0x4B000000 is 2^23 and the low 23 bits are the mantissa).
-HWY_INLINE __m256i WithMagicHigh(__m256i v) {
-  return _mm256_blend_epi16(v, _mm256_set1_epi32(0x4B000000), 0xAA);
-}
-
-// Nibble m (< 4) of every dword lane of m16 (WithMagicHigh) as f32 q − 8 without a convert:
-// masking all but the exponent and nibble m leaves the float 2^23 + q·16^m, and
-// (2^23 + q·16^m)·16^−m − (2^23·16^−m + 8) = q − 8 in one FMA, exact because the result is a small
-// integer (the product is a power-of-two scaling; m = 0 needs only the subtraction).
+// Nibble m (< 4) of every dword lane of m16 (codes in the low half, 0x4F00 in the high half) as
+// f32 q − 8: masking all but nibble m and the exponent field 150 − 4m (a subset of 158's bits)
+// leaves the float 2^(23−4m)·(1 + q·16^m·2^−23) = 2^(23−4m) + q, and subtracting 2^(23−4m) + 8
+// is exact (both are integers below 2^24).
 template <int m>
 HWY_INLINE __m256 Nibble256(__m256i m16) {
-  const __m256 f = _mm256_castsi256_ps(_mm256_and_si256(m16, _mm256_set1_epi32(0x4B000000 | (0xF << (4 * m)))));
-  const float unscale = 1.0f / float(1 << (4 * m));
-  const __m256 minus = _mm256_set1_ps(-(8388608.0f * unscale + 8.0f));
-  if constexpr (m == 0) return _mm256_add_ps(f, minus);
-  return _mm256_fmadd_ps(f, _mm256_set1_ps(unscale), minus);
+  constexpr uint32_t kExponentField = 150 - 4 * m;
+  const __m256 f = _mm256_castsi256_ps(_mm256_and_si256(m16, _mm256_set1_epi32(int(kExponentField << 23 | 0xFu << (4 * m)))));
+  return _mm256_add_ps(f, _mm256_set1_ps(-(float(1 << (23 - 4 * m)) + 8.0f)));
 }
 
-// Σ over the 8 planes of one chunk of one weight row: (q − 8) times xp (plane m at xc + 8·m),
-// two chains of 4. Nibbles 4..7 are nibbles 0..3 of the dwords shifted right by 16.
+// Σ over the 8 planes of one chunk of one weight row: (q − 8) times xp (plane P at xc + 8·P),
+// two chains of 4. Planes 0-3 are nibbles 0-3 of words 0-3 of each 128-bit half, planes 4-7 of
+// words 4-7.
 HWY_INLINE __m256 ChunkDot256(const uint8_t* HWY_RESTRICT wc, const float* HWY_RESTRICT xc) {
   const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wc));
-  const __m256i lo = WithMagicHigh(v), hi = WithMagicHigh(_mm256_srli_epi32(v, 16));
+  const __m256i magic = _mm256_set1_epi16(0x4F00);
+  const __m256i lo = _mm256_unpacklo_epi16(v, magic), hi = _mm256_unpackhi_epi16(v, magic);
   __m256 even = _mm256_mul_ps(Nibble256<0>(lo), _mm256_loadu_ps(xc));
   __m256 odd = _mm256_mul_ps(Nibble256<1>(lo), _mm256_loadu_ps(xc + 8));
   even = _mm256_fmadd_ps(Nibble256<2>(lo), _mm256_loadu_ps(xc + 16), even);
