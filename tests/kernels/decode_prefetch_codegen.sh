@@ -2,7 +2,9 @@
 # Checks that the decode tiles' software prefetches survived compilation: every Highway target's
 # MatMulF32Columns, MatMulQ8Columns, MatMulQ4Columns and MatMulQ4DynColumns (and on x86 the int4
 # planes tiles, Q4PlanesColumns and Q4Planes256Columns, every instance of the AVX2 8da4w decode
-# tile's row driver, Q4Dyn256Rows, and the AMX panel's next-block prefetch,
+# tile's row driver, Q4Dyn256Rows, the AVX2 MatMulQ8DynColumns (its 8da8w decode tile), every
+# decode tile lambda compiled out of line (the callables ForEachDecodeTile calls, e.g. the AVX2
+# int8 tiles of Q8RowTiles), and the AMX panel's next-block prefetch,
 # MatMulQ8DynPanelAmx, where the build has it: the stub of builds without the AMX panel, e.g.
 # aarch64, holds no tile instruction and is not checked) in the kernels library holds at least one
 # L2 prefetch (x86 prefetcht1, Arm PRFM PLDL2KEEP: decode_prefetch.h), and MatMulQ8Columns also an
@@ -23,16 +25,26 @@ case "$("$objdump" -f "$library" | awk '/architecture:/ {print $2; exit}')" in
   *) echo "no L2 prefetch instruction known for this architecture: skipped"; exit 77 ;;
 esac
 "$objdump" -d --no-show-raw-insn -C "$library" | awk -v prefetch="$prefetch" -v l1_prefetch="$l1_prefetch" '
-  # A function header: "<address> <name(args)>:" (not a lambda inside one: "<auto name(...)::{lambda").
+  # A function header: "<address> <name(args)>:", or a decode tile lambda inside one.
   # Highway targets live in namespaces N_<TARGET>.
   / <.*>:$/ {
     finish()
     current = ""
     if (match($0, / <(void )?slm::kernels::N_[A-Z0-9_]+::(MatMul(F32|Q8|Q4|Q4Dyn)Columns|Q4Planes(256)?Columns|Q4Dyn256Rows)[(<]/) ||
+        match($0, / <slm::kernels::N_AVX2::MatMulQ8DynColumns\(/) ||
         match($0, / <slm::kernels::MatMulQ8DynPanelAmx\(/)) {
       current = substr($0, RSTART, RLENGTH)  # " <slm::kernels::N_AVX3::MatMulQ8Columns("
       sub(/^ <(void )?slm::kernels::/, "", current)
       sub(/[(<]$/, "", current)
+    } else if ($0 ~ /::\{lambda\(auto:1, unsigned long, unsigned long, unsigned long\)#1\}::operator\(\)/ &&
+               match($0, / <auto slm::kernels::N_[A-Z0-9_]+::[A-Za-z0-9_]+(<(true|false)>)?/)) {
+      # A decode tile callable that ForEachDecodeTile (decode_row_order.h) calls, compiled out of
+      # line: tile(rows, c, stride, next). It holds the loop of the tile and so its prefetches, L2
+      # ones or, for the variants that prefetch into L1 (Q8RowTiles<true>), L1 ones.
+      current = substr($0, RSTART, RLENGTH) " tile lambda"
+      sub(/^ <auto slm::kernels::/, "", current)
+    }
+    if (current != "") {
       found++
       hits = 0
       l1_hits = 0
@@ -47,6 +59,11 @@ esac
     if (current == "") return
     if (current == "MatMulQ8DynPanelAmx" && tile_ops == 0) {
       print current ": no AMX tile instruction (a build without the AMX panel): not checked"
+      return
+    }
+    if (current ~ /tile lambda$/) {
+      if (hits + l1_hits == 0) { print "no prefetch in " current; bad++ }
+      else print current ": " hits " L2 and " l1_hits " L1 prefetches"
       return
     }
     if (hits == 0) { print "no L2 prefetch in " current; bad++ }
