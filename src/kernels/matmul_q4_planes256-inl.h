@@ -34,7 +34,7 @@
 // `BM_MatMulQ4G32/1/2048/512` 8.0–8.4 → 8.9 GB/s of weights, walk 16.0 → 17.0–17.2 GB/s; the
 // words interleaved with 0x4F00 instead of a shift and two `vpblendw` 8.9 → 9.3–9.5, walk 17.1 →
 // 17.6–18.1; the G = 32 scale pair as `vbroadcastsd` + in-lane `vpermilps` instead of a
-// cross-lane `vpermps` (two ops on Zen 2) 9.5 → 9.8–9.9, walk 17.7–18.1 → 19.0–19.1; 1B int4
+// cross-lane `vpermps` (two ops on Zen 2) 9.3–9.5 → 9.8–10.0, walk 17.6–18.1 → 18.9–19.1; 1B int4
 // decode 23.7–23.9 → 27.0–28.1 tok/s. Tried on the way (thirty-sixth session): the codes as signed
 // fields (XOR 0x88, shift up and arithmetic shift down, convert: 15 shifts per chunk) 23.0
 // GFLOP/s; masks and converts (8 converts per chunk) 26.0; the codes unpacked byte → word → dword
