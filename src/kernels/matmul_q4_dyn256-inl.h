@@ -40,7 +40,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <type_traits>
 
 #include "hwy/highway.h"
 #include "kernels/decode_prefetch.h"
