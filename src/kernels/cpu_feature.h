@@ -9,10 +9,11 @@
 namespace slm::kernels {
 
 // True when the environment variable `name` is set to anything but "" or "0".
-inline bool DisabledByEnvironment(const char* name) {
+inline bool SwitchedOnInEnvironment(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr && v[0] != '\0' && v[0] != '0';
 }
+inline bool DisabledByEnvironment(const char* name) { return SwitchedOnInEnvironment(name); }
 
 class CpuFeature {
  public:

@@ -5,12 +5,14 @@
 // optimization manual), and Zen 2 measured alike. There a loads-only walk of 1 KB rows read 4 or
 // 8 at a time streamed 8.6–8.8 GB/s on one core and 15.4–15.6 GB/s with the rows 4 KB apart,
 // 2 cores 17.0 → 29.4 GB/s (docs/benchmarks.md, thirty-seventh session). So the AVX2 decode
-// tiles of the int8 weight-only, 8da8w and 8da4w products take rows `spread` = 4096 / row bytes
-// apart: each row of a tile has a page of its own, and the next `spread − 1` tiles continue the
-// same pages' streams. Zen 2, 1B decode on 2 threads: int8 1.18–1.32×, 8da4w 1.30–1.33×. Not the
-// int4 planes tile (matmul_q4_planes256-inl.h), which is compute-bound there: spread, its walk
-// read 7.4 against 7.9 GB/s on one thread and 1B int4 decode 21.8–21.9 against 23.7–23.9 tok/s.
-// Only the AVX2 target takes rows apart: no other CPU has been measured.
+// tiles of the int8 weight-only, 8da8w, 8da4w and (16-bit x) int4 weight-only products take rows
+// `spread` = 4096 / row bytes apart: each row of a tile has a page of its own, and the next
+// `spread − 1` tiles continue the same pages' streams. Zen 2, 1B decode on 2 threads: int8
+// 1.18–1.32×, 8da4w 1.30–1.33×, int4 with the 16-bit x tile (matmul_q4_x16-inl.h; its walk 12.2
+// → 13.1 GB/s on 1 thread, 23.7 → 25.1 on 2) 35.2–35.9 → 37.8 tok/s. Not the default int4 tile
+// (f32 planes, matmul_q4_planes256-inl.h), compute-bound enough that spreading its rows cost
+// 8%: its walk read 7.4 against 7.9 GB/s on one thread, 1B int4 decode 21.8–21.9 against
+// 23.7–23.9 tok/s. Only the AVX2 target takes rows apart: no other CPU has been measured.
 #pragma once
 
 #include <algorithm>

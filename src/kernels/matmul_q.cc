@@ -6,12 +6,37 @@
 #include "kernels/matmul_q-inl.h"
 
 #if HWY_ONCE
+#include <atomic>
+#include <string_view>
+
+#include "kernels/cpu_feature.h"
+#include "kernels/kernels.h"
 #include "kernels/matmul_q4_split_x.h"
 #include "kernels/matmul_q_dotprod.h"
 #include "kernels/matmul_q_vnni.h"
 #include "kernels/quant_kernels.h"
 
 namespace slm::kernels {
+
+namespace {
+std::atomic<int> int4_decode_x16{-1};  // -1: not read from the environment yet
+}  // namespace
+
+bool Int4DecodeX16Enabled() {
+  int on = int4_decode_x16.load(std::memory_order_relaxed);
+  if (on < 0) {  // racing first calls read the same answer
+    on = SwitchedOnInEnvironment("SLM_INT4_X16") ? 1 : 0;
+    int4_decode_x16.store(on, std::memory_order_relaxed);
+  }
+  return on == 1;
+}
+
+void SetInt4DecodeX16(bool enabled) { int4_decode_x16.store(enabled ? 1 : 0, std::memory_order_relaxed); }
+
+bool Int4DecodeX16InUse() {
+  return HWY_ARCH_X86 && Int4DecodeX16Enabled() && std::string_view(ActiveSimdTarget()) == "AVX2" &&
+         !VnniAvailable() && !AvxVnniAvailable();
+}
 
 HWY_EXPORT(MatMulQ8Columns);
 HWY_EXPORT(MatMulQ4Columns);

@@ -41,6 +41,20 @@ void MatMulQ4Columns(const float* x, const uint8_t* w, const float* scales, cons
                      const float* bias, float* y, int64_t R, int64_t K, int64_t N, int64_t G,
                      int64_t n_begin, int64_t n_end);
 
+// Whether MatMulQ4Columns' decode (R < 4) on x86 AVX2 CPUs without VNNI rounds x to 16 bits per
+// 8 values and multiplies with `vpmaddwd` (matmul_q4_x16-inl.h) instead of multiplying f32 x. On
+// Zen 2, 1B int4 decode 1.33× (docs/quantization.md), but the logits then differ from the f32
+// product with the dequantized weights — from prefill and from the other SIMD targets too — by
+// x's rounding: up to 4e-4 of the largest logit on the random-weight zoo models, against f32
+// order's ~1e-5, which the int4 weight-only contract tests hold. So it is off unless the
+// environment sets SLM_INT4_X16 (to anything but "" or "0") or a caller turns it on. No effect on
+// other CPUs and targets.
+bool Int4DecodeX16Enabled();
+void SetInt4DecodeX16(bool enabled);
+// Whether the int4 decode takes the 16-bit x tile now: switched on, the active Highway target
+// x86 AVX2, and no VNNI / AVX-VNNI body ahead of it (those keep f32-level precision).
+bool Int4DecodeX16InUse();
+
 // Per-row int8 quantization of activations: xq [R,K], xscale [R], and, when group_sums is not
 // null, group_sums [R, K/G] = Σ xq over each group of G (K % G == 0).
 void QuantizeRowsI8(const float* x, int8_t* xq, float* xscale, int32_t* group_sums, int64_t R,

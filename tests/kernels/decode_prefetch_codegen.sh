@@ -4,7 +4,8 @@
 # planes tiles, Q4PlanesColumns and Q4Planes256Columns, every instance of the AVX2 8da4w decode
 # tile's row driver, Q4Dyn256Rows, the AVX2 MatMulQ8DynColumns (its 8da8w decode tile), every
 # decode tile lambda compiled out of line (the callables ForEachDecodeTile calls, e.g. the AVX2
-# int8 tiles of Q8RowTiles), and the AMX panel's next-block prefetch,
+# int8 tiles of Q8RowTiles and the 16-bit x int4 tiles of Q4X16Rows), and the AMX panel's
+# next-block prefetch,
 # MatMulQ8DynPanelAmx, where the build has it: the stub of builds without the AMX panel, e.g.
 # aarch64, holds no tile instruction and is not checked) in the kernels library holds at least one
 # L2 prefetch (x86 prefetcht1, Arm PRFM PLDL2KEEP: decode_prefetch.h), and MatMulQ8Columns also an

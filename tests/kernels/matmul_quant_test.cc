@@ -11,10 +11,13 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
+#include "kernels/cpu_feature.h"
 #include "kernels/decode_prefetch.h"
 #include "kernels/matmul_q4_split_x.h"
 #include "kernels/matmul_q_amx.h"
@@ -244,6 +247,145 @@ TEST_P(QuantMatMulTest, Int4WeightOnlyDecodeKeepsF32Precision) {
   }
 }
 
+// A NaN or an infinity in x makes every output of a decode-sized int4 product non-finite, as the
+// f32 product would.
+void ExpectANonFiniteXMakesEveryInt4OutputNonFinite() {
+  const int64_t K = 256, N = 5, G = 32;
+  const Q4Weights q = RandomQ4(N, K, G, 11);
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    std::vector<float> xb = RandomFloats(size_t(K), 6), y(static_cast<size_t>(N));
+    xb[77] = bad;
+    MatMulQ4Columns(xb.data(), q.w.data(), q.scales.data(), nullptr, nullptr, y.data(), 1, K, N, G, 0, N);
+    for (int64_t n = 0; n < N; ++n) EXPECT_FALSE(std::isfinite(y[size_t(n)])) << "x[77] = " << bad << ", n " << n;
+  }
+}
+
+// The 16-bit x tile of the int4 decode (matmul_q4_x16-inl.h): x86 AVX2 only, and only switched
+// on (SetInt4DecodeX16); each test below turns it on for its own duration.
+bool RoundsXTo16Bits(int64_t target) { return HWY_ARCH_X86 && target == HWY_AVX2; }
+
+class Int4DecodeX16On {
+ public:
+  Int4DecodeX16On() : was_(Int4DecodeX16Enabled()) { SetInt4DecodeX16(true); }
+  ~Int4DecodeX16On() { SetInt4DecodeX16(was_); }
+
+ private:
+  bool was_;
+};
+
+// Per value k of the whole 64-value chunks: its lane, the 8 values that share one 16-bit scale in
+// the tile — byte B = k % 16 of block k / 32 carries value k, bytes 4i..4i+3 make lane i.
+int64_t X16Lane(int64_t k) { return 8 * (k / 64) + 4 * ((k % 64) / 32) + (k % 16) / 4; }
+
+// x as the tile rounds it, written independently of it: per lane s = max|x| · (1/32767) (f32),
+// x̂ = s · clamp(round-to-nearest-even(x / s), ±32767); values past the whole chunks stay.
+std::vector<float> RoundedLikeTheX16Tile(const std::vector<float>& x) {
+  const int64_t K = int64_t(x.size()), whole = K / 64 * 64;
+  std::vector<float> lane_max(size_t(whole / 8), 0.0f), out = x;
+  for (int64_t k = 0; k < whole; ++k) lane_max[size_t(X16Lane(k))] = std::max(lane_max[size_t(X16Lane(k))], std::fabs(x[size_t(k)]));
+  for (int64_t k = 0; k < whole; ++k) {
+    const float s = lane_max[size_t(X16Lane(k))] * (1.0f / 32767.0f);
+    const float h = s > 0 ? std::clamp(std::nearbyint(x[size_t(k)] / s), -32767.0f, 32767.0f) : 0.0f;
+    out[size_t(k)] = h * s;
+  }
+  return out;
+}
+
+TEST_P(QuantMatMulTest, Int4DecodeX16IsOffUnlessSwitchedOn) {
+  if (SwitchedOnInEnvironment("SLM_INT4_X16")) GTEST_SKIP() << "SLM_INT4_X16 is set";
+  EXPECT_FALSE(Int4DecodeX16Enabled());
+  {
+    Int4DecodeX16On on;
+    EXPECT_TRUE(Int4DecodeX16Enabled());
+  }
+  EXPECT_FALSE(Int4DecodeX16Enabled());
+}
+
+TEST_P(QuantMatMulTest, Int4DecodeX16IsTheF32ProductWithXRoundedTo16Bits) {
+  if (!RoundsXTo16Bits(GetParam())) GTEST_SKIP() << "no 16-bit x tile on this target";
+  Int4DecodeX16On on;
+  // y = Σ ŵ·x̂ to f32 summation order, x̂ as RoundedLikeTheX16Tile rounds it; and against f32 x,
+  // within what that rounding can move: Σ |ŵ_k| · s_lane(k) / 2. Uniform x, outliers, zero /
+  // tiny / huge blocks in one row, whole chunks with and without a tail, G 32 / 64 / 128.
+  for (int64_t K : {64, 256, 2048, 4096 + 32}) {
+    std::vector<float> uniform = RandomFloats(size_t(K), uint32_t(K + 3)), spiky = uniform, mixed = uniform;
+    for (int64_t i = 0; i < std::max<int64_t>(K / 100, 1); ++i) spiky[size_t((i * 977) % K)] *= 300.0f;
+    for (int64_t k = 0; k < K; ++k) mixed[size_t(k)] *= k % 96 < 32 ? 0.0f : k % 96 < 64 ? 1e-36f : 1e30f;
+    for (int64_t G : {32, 64, 128}) {
+      if (K % G != 0) continue;
+      for (bool asym : {false, true}) {
+        const int64_t N = 13;
+        const Q4Weights q = RandomQ4(N, K, G, uint32_t(K + G));
+        const float* off = asym ? q.offsets.data() : nullptr;
+        std::vector<float> wdeq(static_cast<size_t>(N * K));
+        for (int64_t n = 0; n < N; ++n) DequantizeRowQ4(q.w.data(), q.scales.data(), off, K, G, n, 1.0f, wdeq.data() + n * K);
+        for (const auto* x : {&uniform, &spiky, &mixed}) {
+          const std::vector<float> xr = RoundedLikeTheX16Tile(*x);
+          std::vector<float> y(static_cast<size_t>(N)), want(static_cast<size_t>(N)), rounded(static_cast<size_t>(N));
+          MatMulQ4Columns(x->data(), q.w.data(), q.scales.data(), off, nullptr, y.data(), 1, K, N, G, 0, N);
+          reference::MatMulQ4(x->data(), q.w.data(), q.scales.data(), off, nullptr, want.data(), 1, K, N, G);
+          reference::MatMulQ4(xr.data(), q.w.data(), q.scales.data(), off, nullptr, rounded.data(), 1, K, N, G);
+          const auto mag = Magnitude(xr, wdeq, nullptr, 1, K, N);
+          std::vector<float> lane_max(static_cast<size_t>(K / 8 + 1), 0.0f);
+          for (int64_t k = 0; k < K / 64 * 64; ++k) lane_max[size_t(X16Lane(k))] = std::max(lane_max[size_t(X16Lane(k))], std::fabs((*x)[size_t(k)]));
+          for (int64_t n = 0; n < N; ++n) {
+            double moved = 0, half_steps = 0;  // Σ |ŵ_k·(x̂_k − x_k)| ≤ Σ |ŵ_k| · s_lane(k) / 2
+            for (int64_t k = 0; k < K / 64 * 64; ++k) {
+              moved += std::fabs(double(wdeq[size_t(n * K + k)]) * (xr[size_t(k)] - (*x)[size_t(k)]));
+              half_steps += std::fabs(wdeq[size_t(n * K + k)]) * lane_max[size_t(X16Lane(k))] / 32767.0 / 2 * (1 + 1e-6);
+            }
+            const std::string at = "K " + std::to_string(K) + " G " + std::to_string(G) + " asym " + std::to_string(asym) +
+                                   (x == &uniform ? " uniform" : x == &spiky ? " outliers" : " zero/tiny/huge") + " n " + std::to_string(n);
+            EXPECT_LE(moved, half_steps) << at;  // the test's own rounding keeps its bound
+            EXPECT_LE(std::fabs(double(y[size_t(n)]) - rounded[size_t(n)]), 1e-6 * mag[size_t(n)]) << at;
+            EXPECT_LE(std::fabs(double(y[size_t(n)]) - want[size_t(n)]), half_steps + 1e-6 * mag[size_t(n)]) << at;
+          }
+        }
+      }
+    }
+  }
+  ExpectANonFiniteXMakesEveryInt4OutputNonFinite();
+}
+
+TEST_P(QuantMatMulTest, Int4DecodeX16KeepsItsStatedPrecision) {
+  if (!RoundsXTo16Bits(GetParam())) GTEST_SKIP() << "no 16-bit x tile on this target";
+  Int4DecodeX16On on;
+  // Against the f32 product (Int4WeightOnlyDecodeKeepsF32Precision's cases): measured ~0.7–1.2e-6
+  // of Σ|x·ŵ| on uniform x and ~0.7–1.7e-5 next to outliers (`[ X16 ]` lines), bounded at 3e-6 and
+  // 4e-5 — where the f32 tiles stay within 1e-6.
+  for (int64_t K : {2048, 4096 + 32}) {
+    std::vector<float> outliers = RandomFloats(size_t(K), uint32_t(K + 1));
+    for (int64_t i = 0; i < K / 100; ++i) outliers[size_t((i * 977) % K)] *= 300.0f;
+    for (int64_t G : {32, 128}) {
+      if (K % G != 0) continue;
+      for (bool asym : {false, true}) {
+        const double uniform = Int4DecodeWorstRelativeError(RandomFloats(size_t(K), uint32_t(K)), K, 16, G, asym);
+        const double spiky = Int4DecodeWorstRelativeError(outliers, K, 16, G, asym);
+        std::printf("[ X16 ] K %ld G %ld asym %d: uniform %.3g, outliers %.3g\n", long(K), long(G), int(asym), uniform, spiky);
+        EXPECT_LE(uniform, 3e-6) << "K " << K << " G " << G << " asym " << asym;
+        EXPECT_LE(spiky, 4e-5) << "outliers, K " << K << " G " << G << " asym " << asym;
+      }
+    }
+  }
+}
+
+TEST_P(QuantMatMulTest, Int4DecodeX16MatchesReferenceAcrossChunksTailsAndRows) {
+  if (!RoundsXTo16Bits(GetParam())) GTEST_SKIP() << "no 16-bit x tile on this target";
+  Int4DecodeX16On on;
+  // The shapes of Int4WeightOnlyDecodeMatchesReferenceAcrossChunksAndTails (R 1–3, tails of 32,
+  // N off the 4-row tiles, G 32 to 256) within the 1e-5 of Σ|x·ŵ| every Highway product keeps.
+  for (int64_t G : {32, 64, 128, 256}) {
+    for (int64_t K : {64, 128, 160, 224, 256, 288, 640, 768, 1152 + 96, 2048 + 32}) {
+      if (K % G != 0) continue;
+      for (int64_t R : {1, 2, 3}) {
+        for (int64_t N : {1, 3, 4, 5, 9, 13, 37}) {
+          ASSERT_TRUE(Q4Matches(R, K, N, G, /*asym=*/(N + K / 32) % 2 == 0, (R + N) % 2 == 0, false));
+        }
+      }
+    }
+  }
+}
+
 TEST_P(QuantMatMulTest, Int4WeightOnlyDecodeTakesZeroTinyHugeAndNonFiniteXAsF32Does) {
   const int64_t K = 256, N = 5, G = 32;
   const Q4Weights q = RandomQ4(N, K, G, 11);
@@ -266,13 +408,7 @@ TEST_P(QuantMatMulTest, Int4WeightOnlyDecodeTakesZeroTinyHugeAndNonFiniteXAsF32D
       }
     }
   }
-  // A NaN or an infinity in x makes every output non-finite, as the f32 product would.
-  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
-    std::vector<float> xb = RandomFloats(size_t(K), 6), y(static_cast<size_t>(N));
-    xb[77] = bad;
-    MatMulQ4Columns(xb.data(), q.w.data(), q.scales.data(), nullptr, nullptr, y.data(), 1, K, N, G, 0, N);
-    for (int64_t n = 0; n < N; ++n) EXPECT_FALSE(std::isfinite(y[size_t(n)])) << "x[77] = " << bad << ", n " << n;
-  }
+  ExpectANonFiniteXMakesEveryInt4OutputNonFinite();
 }
 
 // Prefill-sized R for the dynamic products (the Highway tiles take 4 rows at a time): R around
@@ -462,21 +598,24 @@ TEST_P(QuantMatMulTest, WeightOnlyPanelPathMatchesReference) {
 // the int4 tiles, every column has the bits of its product taken alone (a one-column range, the
 // single-row tile), and the reference's value.
 TEST_P(QuantMatMulTest, DecodeGivesEveryColumnItsOneColumnBitsAcrossRowBlocks) {
-  enum class Kind { kInt8, kInt4, k8da8w };
+  enum class Kind { kInt8, kInt4, kInt4X16, k8da8w };
   for (int64_t R : {1, 3}) {
     for (int64_t K : {256, 1024, 2048, 8192}) {
       for (int64_t N : {37, 150}) {
         const Q8Weights q8 = RandomQ8(N, K, uint32_t(K + 1));
         const Q4Weights q4 = RandomQ4(N, 2 * K, 32, uint32_t(K + 2));  // int4 rows of K bytes
         const auto b = RandomFloats(size_t(N), uint32_t(N));
-        for (Kind kind : {Kind::kInt8, Kind::kInt4, Kind::k8da8w}) {
-          const int64_t k = kind == Kind::kInt4 ? 2 * K : K;
+        for (Kind kind : {Kind::kInt8, Kind::kInt4, Kind::kInt4X16, Kind::k8da8w}) {
+          const bool int4 = kind == Kind::kInt4 || kind == Kind::kInt4X16;
+          const int64_t k = int4 ? 2 * K : K;
+          std::optional<Int4DecodeX16On> x16;  // the 16-bit x tile where the target has it
+          if (kind == Kind::kInt4X16) x16.emplace();
           const auto x = RandomFloats(size_t(R * k), uint32_t(k + N));
           std::vector<int8_t> xq(static_cast<size_t>(R * k));
           std::vector<float> xs(static_cast<size_t>(R));
           QuantizeRowsI8(x.data(), xq.data(), xs.data(), nullptr, R, k, k);
           const auto run = [&](int64_t n0, int64_t n1, float* y) {
-            if (kind == Kind::kInt4) {
+            if (int4) {
               MatMulQ4Columns(x.data(), q4.w.data(), q4.scales.data(), N % 2 ? q4.offsets.data() : nullptr, b.data(), y, R, k,
                               N, 32, n0, n1);
             } else if (kind == Kind::kInt8) {
