@@ -18,6 +18,7 @@
 #include "kernels/decode_prefetch.h"
 #include "kernels/kernels.h"
 #include "kernels/matmul_q_amx.h"
+#include "kernels/quant_kernels.h"
 #include "kernels/roofline.h"
 #include "llm/bench_ab.h"
 #include "llm/session.h"
@@ -133,6 +134,7 @@ nlohmann::json BenchResult::ToJson() const {
   j["simd_target"] = simd_target;
   j["cpu"] = cpu;
   j["int8_decode_prefetch"] = int8_decode_prefetch;
+  j["int4_decode_x16"] = int4_decode_x16;
   j["threads"] = threads;
   j["load_ms"] = load_ms;
   j["peak_rss_bytes"] = peak_rss_bytes;
@@ -201,6 +203,7 @@ std::string BenchResult::ToText() const {
   os << line;
   os << "cpu " << (cpu.empty() ? "(not named in /proc/cpuinfo)" : cpu) << "; int8 decode tile prefetches into "
      << int8_decode_prefetch << "\n";
+  if (int4_decode_x16) os << "int4 decode: x rounded to 16 bits per 8 values (SLM_INT4_X16)\n";
   std::snprintf(line, sizeof line, "load %.1f ms, peak RSS %.1f MiB; artifact resident %.1f MiB, %.1f%% of it in huge pages\n",
                 load_ms, peak_rss_bytes / 1048576.0, artifact_resident_bytes / 1048576.0,
                 artifact_resident_bytes > 0 ? 100.0 * double(artifact_huge_page_bytes) / double(artifact_resident_bytes) : 0.0);
@@ -301,6 +304,7 @@ Result<BenchResult> RunBench(const std::string& path, const BenchOptions& opt) {
   if (const std::string bodies = kernels::ActiveIntrinsicBodies(); !bodies.empty()) r.simd_target += "+" + bodies;
   r.cpu = CpuModel();
   r.int8_decode_prefetch = kernels::Q8DecodePrefetchIntoL1() ? "L1" : "L2";
+  r.int4_decode_x16 = kernels::Int4DecodeX16InUse();
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) r.artifact_bytes = uint64_t(st.st_size);
 

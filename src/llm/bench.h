@@ -64,6 +64,9 @@ struct BenchResult {
   // Where the int8 weight-only Highway decode tile prefetches: "L1" or "L2"
   // (kernels/decode_prefetch.h, Q8DecodePrefetchIntoL1).
   std::string int8_decode_prefetch;
+  // Whether the int4 weight-only decode rounds x to 16 bits (kernels/quant_kernels.h,
+  // Int4DecodeX16InUse: switched on by SLM_INT4_X16, AVX2 without VNNI).
+  bool int4_decode_x16 = false;
   int threads = 0;
   double load_ms = 0;          // Program::Load + session creation (every method ready)
   uint64_t peak_rss_bytes = 0;

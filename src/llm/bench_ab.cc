@@ -5,6 +5,7 @@
 #include "kernels/matmul_q_amx.h"
 #include "kernels/matmul_q_dotprod.h"
 #include "kernels/matmul_q_vnni.h"
+#include "kernels/quant_kernels.h"
 
 namespace slm::llm {
 
@@ -15,6 +16,7 @@ void AbSwitch::Restore(const Bodies& b) const {
   kernels::SetAmxEnabledForTest(b.amx);
   kernels::SetDotprodEnabledForTest(b.dotprod);
   kernels::SetI8mmEnabledForTest(b.i8mm);
+  kernels::SetInt4DecodeX16(b.int4_x16);
 }
 
 Result<AbSwitch> AbSwitch::Parse(std::string_view spec) {
@@ -23,7 +25,8 @@ Result<AbSwitch> AbSwitch::Parse(std::string_view spec) {
   // A feature the CPU lacks stays off whatever its flag says, so the flags can be put back as
   // they read now.
   s.defaults_ = {kernels::Q8DecodePrefetchIntoL1(), kernels::VnniAvailable(), kernels::AvxVnniAvailable(),
-                 kernels::AmxAvailable(), kernels::DotprodAvailable(), kernels::I8mmAvailable()};
+                 kernels::AmxAvailable(), kernels::DotprodAvailable(), kernels::I8mmAvailable(),
+                 kernels::Int4DecodeX16Enabled()};
   const std::string active = kernels::ActiveSimdTarget();
   s.default_target_ = active;
   // Restored as "best" (every body the CPU has, AMX included) when the best target is active;
@@ -57,6 +60,15 @@ Result<AbSwitch> AbSwitch::Parse(std::string_view spec) {
     if (!s.defaults_.i8mm) return unavailable("the Arm int8 matrix multiply (smmla) is");
     s.kind_ = Kind::kI8mm;
     s.description_ = "no smmla panels (sdot instead)";
+  } else if (spec == "int4-x16") {
+    // The switch acts where the tile would run: the AVX2 target with no VNNI body ahead of it.
+    const bool was = kernels::Int4DecodeX16Enabled();
+    kernels::SetInt4DecodeX16(true);
+    const bool applies = kernels::Int4DecodeX16InUse();
+    kernels::SetInt4DecodeX16(was);
+    if (!applies) return unavailable("the int4 decode's 16-bit x tile (x86 AVX2 without VNNI) is");
+    s.kind_ = Kind::kInt4X16;
+    s.description_ = was ? "int4 decode with f32 x, not x rounded to 16 bits" : "int4 decode with x rounded to 16 bits";
   } else if (spec.substr(0, 5) == "simd=") {
     s.kind_ = Kind::kSimdTarget;
     s.variant_target_ = std::string(spec.substr(5));
@@ -70,7 +82,7 @@ Result<AbSwitch> AbSwitch::Parse(std::string_view spec) {
     s.description_ = "Highway target " + variant_active + " with the bodies a CPU of that class runs";
   } else {
     return InvalidArgument("bench --ab: unknown switch '" + s.name_ +
-                           "'; expected l1-prefetch, vnni, avx-vnni, amx, dotprod, i8mm or simd=TARGET");
+                           "'; expected l1-prefetch, vnni, avx-vnni, amx, dotprod, i8mm, int4-x16 or simd=TARGET");
   }
   return s;
 }
@@ -89,6 +101,7 @@ Status AbSwitch::Select(bool variant) const {
       case Kind::kAmx: b.amx = false; break;
       case Kind::kDotprod: b.dotprod = b.i8mm = false; break;
       case Kind::kI8mm: b.i8mm = false; break;
+      case Kind::kInt4X16: b.int4_x16 = !defaults_.int4_x16; break;
       case Kind::kSimdTarget: break;
     }
   }

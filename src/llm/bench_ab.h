@@ -21,6 +21,8 @@ class AbSwitch {
   //   amx           no AMX panels (the VNNI panels instead)
   //   dotprod       no Arm dot-product bodies
   //   i8mm          no Arm smmla panels (sdot instead)
+  //   int4-x16      the int4 decode's 16-bit x tile on (off where SLM_INT4_X16 turned it on);
+  //                 x86 AVX2 without VNNI only (kernels/quant_kernels.h, Int4DecodeX16Enabled)
   //   simd=TARGET   the Highway target TARGET (as --simd-target names it) instead of the active one
   // InvalidArgument for any other name, and when the switch changes nothing on this CPU and build
   // (a feature it lacks or has switched off, the target already active).
@@ -33,10 +35,11 @@ class AbSwitch {
   const std::string& description() const { return description_; }
 
  private:
-  enum class Kind { kL1Prefetch, kVnni, kAvxVnni, kAmx, kDotprod, kI8mm, kSimdTarget };
+  enum class Kind { kL1Prefetch, kVnni, kAvxVnni, kAmx, kDotprod, kI8mm, kInt4X16, kSimdTarget };
   // Which of the switchable bodies were in use when Parse ran: what Select(false) puts back.
   struct Bodies {
     bool l1_prefetch = false, vnni = false, avx_vnni = false, amx = false, dotprod = false, i8mm = false;
+    bool int4_x16 = false;
   };
   void Restore(const Bodies& b) const;
 

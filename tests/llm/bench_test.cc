@@ -16,6 +16,7 @@
 #include "hwy/targets.h"
 #include "kernels/decode_prefetch.h"
 #include "kernels/kernels.h"
+#include "kernels/quant_kernels.h"
 #include "kernels/matmul_q_amx.h"
 #include "kernels/matmul_q_dotprod.h"
 
@@ -113,6 +114,10 @@ TEST(BenchTest, ReportsEveryPromptLengthDecodeAndTheBytesADecodeTokenReads) {
   EXPECT_EQ(r->int8_decode_prefetch, level);
   EXPECT_EQ(j["int8_decode_prefetch"], level);
   EXPECT_NE(r->ToText().find("int8 decode tile prefetches into " + level + "\n"), std::string::npos) << r->ToText();
+  // Whether the int4 decode rounds x to 16 bits (kernels/quant_kernels.h): said where it does.
+  EXPECT_EQ(r->int4_decode_x16, kernels::Int4DecodeX16InUse());
+  EXPECT_EQ(j["int4_decode_x16"], r->int4_decode_x16);
+  EXPECT_EQ(r->ToText().find("x rounded to 16 bits") != std::string::npos, r->int4_decode_x16) << r->ToText();
 }
 
 TEST(BenchTest, RejectsAPromptLongerThanTheContextNamingTheRange) {
@@ -207,7 +212,7 @@ TEST(BenchTest, ProfileSplitsEachMethodsTimeByOpKindAndMatmulRoleOverTheWarmRepe
 // The dispatch state a bench leaves behind: what a later bench or run would use.
 std::string DispatchState() {
   return std::string(kernels::ActiveSimdTarget()) + "+" + kernels::ActiveIntrinsicBodies() + " L1 " +
-         (kernels::Q8DecodePrefetchIntoL1() ? "yes" : "no");
+         (kernels::Q8DecodePrefetchIntoL1() ? "yes" : "no") + " int4 x16 " + (kernels::Int4DecodeX16Enabled() ? "on" : "off");
 }
 
 TEST(BenchTest, AbRunsEveryRepeatWithAndWithoutTheSwitchAndReportsTheirRatios) {
@@ -268,6 +273,23 @@ TEST(BenchTest, AbRunsEveryRepeatWithAndWithoutTheSwitchAndReportsTheirRatios) {
   EXPECT_EQ(plain->ToText().find("B decode:"), std::string::npos);
 }
 
+TEST(BenchTest, AbInt4X16FlipsTheInt4DecodeTileAndPutsTheDefaultBack) {
+  const bool was = kernels::Int4DecodeX16Enabled();
+  kernels::SetInt4DecodeX16(true);
+  const bool applies = kernels::Int4DecodeX16InUse();
+  kernels::SetInt4DecodeX16(was);
+  if (!applies) GTEST_SKIP() << "no 16-bit x int4 tile here (x86 AVX2 without VNNI only)";
+  const std::string path = CompiledArtifact(Stories(), {16}, 128);
+  BenchOptions o = Quick({8});
+  o.ab = "int4-x16";
+  const std::string before = DispatchState();
+  auto r = RunBench(path, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(DispatchState(), before) << "the default comes back after the A/B";
+  ASSERT_TRUE(r->ab.has_value());
+  EXPECT_EQ(r->ab->description, was ? "int4 decode with f32 x, not x rounded to 16 bits" : "int4 decode with x rounded to 16 bits");
+}
+
 TEST(BenchTest, AbRejectsUnknownSwitchesAndOnesThatChangeNothingHere) {
   const std::string path = CompiledArtifact(Stories(), {16}, 128);
   const std::string before = DispatchState();
@@ -287,6 +309,13 @@ TEST(BenchTest, AbRejectsUnknownSwitchesAndOnesThatChangeNothingHere) {
   }
   if (!kernels::DotprodAvailable()) {
     EXPECT_NE(error("dotprod").find("nothing to compare"), std::string::npos);
+  }
+  const bool was = kernels::Int4DecodeX16Enabled();
+  kernels::SetInt4DecodeX16(true);
+  const bool x16_applies = kernels::Int4DecodeX16InUse();
+  kernels::SetInt4DecodeX16(was);
+  if (!x16_applies) {
+    EXPECT_NE(error("int4-x16").find("nothing to compare"), std::string::npos);
   }
   EXPECT_EQ(DispatchState(), before);
 }
