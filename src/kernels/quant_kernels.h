@@ -43,7 +43,7 @@ void MatMulQ4Columns(const float* x, const uint8_t* w, const float* scales, cons
 
 // Whether MatMulQ4Columns' decode (R < 4) on x86 AVX2 CPUs without VNNI rounds x to 16 bits per
 // 8 values and multiplies with `vpmaddwd` (matmul_q4_x16-inl.h) instead of multiplying f32 x. On
-// Zen 2, 1B int4 decode 1.33× (docs/quantization.md), but the logits then differ from the f32
+// Zen 2, 1B int4 decode 1.35× (docs/quantization.md), but the logits then differ from the f32
 // product with the dequantized weights — from prefill and from the other SIMD targets too — by
 // x's rounding: up to 4e-4 of the largest logit on the random-weight zoo models, against f32
 // order's ~1e-5, which the int4 weight-only contract tests hold. So it is off unless the
