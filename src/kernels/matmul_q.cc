@@ -33,10 +33,11 @@ bool Int4DecodeX16Enabled() {
 
 void SetInt4DecodeX16(bool enabled) { int4_decode_x16.store(enabled ? 1 : 0, std::memory_order_relaxed); }
 
-bool Int4DecodeX16InUse() {
-  return HWY_ARCH_X86 && Int4DecodeX16Enabled() && std::string_view(ActiveSimdTarget()) == "AVX2" &&
-         !VnniAvailable() && !AvxVnniAvailable();
+bool Int4DecodeX16Applies() {
+  return HWY_ARCH_X86 && std::string_view(ActiveSimdTarget()) == "AVX2" && !VnniAvailable() && !AvxVnniAvailable();
 }
+
+bool Int4DecodeX16InUse() { return Int4DecodeX16Enabled() && Int4DecodeX16Applies(); }
 
 HWY_EXPORT(MatMulQ8Columns);
 HWY_EXPORT(MatMulQ4Columns);

@@ -51,8 +51,10 @@ void MatMulQ4Columns(const float* x, const uint8_t* w, const float* scales, cons
 // other CPUs and targets.
 bool Int4DecodeX16Enabled();
 void SetInt4DecodeX16(bool enabled);
-// Whether the int4 decode takes the 16-bit x tile now: switched on, the active Highway target
+// Whether the int4 decode would take the 16-bit x tile if switched on: the active Highway target
 // x86 AVX2, and no VNNI / AVX-VNNI body ahead of it (those keep f32-level precision).
+bool Int4DecodeX16Applies();
+// Whether it takes that tile now: switched on, and it applies.
 bool Int4DecodeX16InUse();
 
 // Per-row int8 quantization of activations: xq [R,K], xscale [R], and, when group_sums is not

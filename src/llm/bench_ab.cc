@@ -63,10 +63,7 @@ Result<AbSwitch> AbSwitch::Parse(std::string_view spec) {
   } else if (spec == "int4-x16") {
     // The switch acts where the tile would run: the AVX2 target with no VNNI body ahead of it.
     const bool was = kernels::Int4DecodeX16Enabled();
-    kernels::SetInt4DecodeX16(true);
-    const bool applies = kernels::Int4DecodeX16InUse();
-    kernels::SetInt4DecodeX16(was);
-    if (!applies) return unavailable("the int4 decode's 16-bit x tile (x86 AVX2 without VNNI) is");
+    if (!kernels::Int4DecodeX16Applies()) return unavailable("the int4 decode's 16-bit x tile (x86 AVX2 without VNNI) is");
     s.kind_ = Kind::kInt4X16;
     s.description_ = was ? "int4 decode with f32 x, not x rounded to 16 bits" : "int4 decode with x rounded to 16 bits";
   } else if (spec.substr(0, 5) == "simd=") {

@@ -275,10 +275,7 @@ TEST(BenchTest, AbRunsEveryRepeatWithAndWithoutTheSwitchAndReportsTheirRatios) {
 
 TEST(BenchTest, AbInt4X16FlipsTheInt4DecodeTileAndPutsTheDefaultBack) {
   const bool was = kernels::Int4DecodeX16Enabled();
-  kernels::SetInt4DecodeX16(true);
-  const bool applies = kernels::Int4DecodeX16InUse();
-  kernels::SetInt4DecodeX16(was);
-  if (!applies) GTEST_SKIP() << "no 16-bit x int4 tile here (x86 AVX2 without VNNI only)";
+  if (!kernels::Int4DecodeX16Applies()) GTEST_SKIP() << "no 16-bit x int4 tile here (x86 AVX2 without VNNI only)";
   const std::string path = CompiledArtifact(Stories(), {16}, 128);
   BenchOptions o = Quick({8});
   o.ab = "int4-x16";
@@ -310,11 +307,7 @@ TEST(BenchTest, AbRejectsUnknownSwitchesAndOnesThatChangeNothingHere) {
   if (!kernels::DotprodAvailable()) {
     EXPECT_NE(error("dotprod").find("nothing to compare"), std::string::npos);
   }
-  const bool was = kernels::Int4DecodeX16Enabled();
-  kernels::SetInt4DecodeX16(true);
-  const bool x16_applies = kernels::Int4DecodeX16InUse();
-  kernels::SetInt4DecodeX16(was);
-  if (!x16_applies) {
+  if (!kernels::Int4DecodeX16Applies()) {
     EXPECT_NE(error("int4-x16").find("nothing to compare"), std::string::npos);
   }
   EXPECT_EQ(DispatchState(), before);
