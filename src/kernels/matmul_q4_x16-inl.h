@@ -177,8 +177,8 @@ HWY_INLINE float Q4X16RowDot(__m256 acc, const float* x, const uint8_t* w_row, c
 // prefetching the same line of the next tile's rows (`next` rows on: ForEachDecodeTile) and,
 // once per line, the next tile's scales.
 template <size_t kScales, size_t kN>
-HWY_INLINE void Q4X16Tile(const float* HWY_RESTRICT x, const Q4X16Row& xr, const uint8_t* w, const float* scales, const float* offsets, size_t K, size_t G,
-                          size_t stride, size_t next, float* out) {
+HWY_INLINE void Q4X16Tile(const float* HWY_RESTRICT x, const Q4X16Row& xr, const uint8_t* w, const float* scales,
+                          const float* offsets, size_t K, size_t G, size_t stride, size_t next, float* out) {
   const size_t row_bytes = K / 2, groups = K / G, chunks = K / kQ4X16Chunk;
   const size_t rb = stride * row_bytes, rg = stride * groups;  // between the tile's rows
   __m256 acc[kN];
@@ -199,14 +199,15 @@ HWY_INLINE void Q4X16Tile(const float* HWY_RESTRICT x, const Q4X16Row& xr, const
     for (size_t r = 0; r < kN; ++r) {
       const uint8_t* wc = w + r * rb + c * (kQ4X16Chunk / 2);
       const __m256i d = Q4X16ChunkDot(wc, xr.words + c * kQ4X16Chunk);
-      // float(d)·s_g first: its magnitude stays near Σ|q − 8|·|h|·s_g whatever the size of x.
+      // float(d)·s_g first: its magnitude stays near Σ q·|h|·s_g whatever the size of x.
       const __m256 dg = _mm256_mul_ps(_mm256_cvtepi32_ps(d), ChunkScales256<kScales>(scales + r * rg + *s));
       acc[r] = _mm256_fmadd_ps(dg, lane_scales, acc[r]);
     }
   }
   HWY_UNROLL(4)
   for (size_t r = 0; r < kN; ++r) {
-    out[r] = Q4X16RowDot(acc[r], x, w + r * rb, scales + r * rg, offsets ? offsets + r * rg : nullptr, xr.group_sums, K, G);
+    out[r] = Q4X16RowDot(acc[r], x, w + r * rb, scales + r * rg, offsets ? offsets + r * rg : nullptr,
+                         xr.group_sums, K, G);
   }
 }
 
